@@ -1,0 +1,13 @@
+// Package migrations holds the database schema as numbered SQL files, applied
+// in order by `admin migrate` (goose). Each file runs in one transaction.
+//
+// Numbering: 00001 foundation, 00002 tenancy, 00003 policy store,
+// 00004 decisions, 00005 admin API; later files take the next free number.
+package migrations
+
+import "embed"
+
+// FS holds every migration file.
+//
+//go:embed *.sql
+var FS embed.FS
