@@ -1,0 +1,145 @@
+// Package pgnotify delivers PostgreSQL NOTIFY messages to in-process
+// subscribers over one dedicated connection per process.
+//
+// Notifications sent while the connection is down are lost, so after every
+// (re)connect the listener calls its OnConnect hooks: subscribers use them to
+// resync whatever they cache.
+package pgnotify
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Listener owns one connection that LISTENs on every subscribed channel.
+type Listener struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+
+	mu        sync.Mutex
+	subs      map[string][]func(payload string)
+	onConnect []func()
+	connected bool
+}
+
+// New returns a listener that takes its connection from pool.
+func New(pool *pgxpool.Pool, logger *slog.Logger) *Listener {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Listener{pool: pool, logger: logger, subs: map[string][]func(string){}}
+}
+
+// Subscribe registers fn for channel. Call it before Run. fn runs on the
+// listener's goroutine and must not block for long.
+func (l *Listener) Subscribe(channel string, fn func(payload string)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.subs[channel] = append(l.subs[channel], fn)
+}
+
+// OnConnect registers fn to run after each successful (re)connect, once the
+// channels are listened to. Call it before Run.
+func (l *Listener) OnConnect(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onConnect = append(l.onConnect, fn)
+}
+
+// Connected reports whether the listener currently holds a live connection.
+func (l *Listener) Connected() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.connected
+}
+
+// Run listens until ctx ends, reconnecting with capped exponential backoff.
+func (l *Listener) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := l.session(ctx, func() { backoff = 100 * time.Millisecond })
+		l.setConnected(false)
+		if ctx.Err() != nil {
+			return nil
+		}
+		l.logger.Warn("notification listener disconnected; retrying", "error", err, "backoff", backoff.String())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (l *Listener) setConnected(v bool) {
+	l.mu.Lock()
+	l.connected = v
+	l.mu.Unlock()
+}
+
+func (l *Listener) session(ctx context.Context, connected func()) error {
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A LISTENing connection must not go back to the pool.
+	raw := conn.Hijack()
+	defer raw.Close(context.Background())
+
+	l.mu.Lock()
+	channels := make([]string, 0, len(l.subs))
+	for ch := range l.subs {
+		channels = append(channels, ch)
+	}
+	hooks := append([]func(){}, l.onConnect...)
+	l.mu.Unlock()
+	for _, ch := range channels {
+		if _, err := raw.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	l.setConnected(true)
+	connected()
+	for _, h := range hooks {
+		h()
+	}
+	for {
+		n, err := raw.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		l.dispatch(n)
+	}
+}
+
+func (l *Listener) dispatch(n *pgconn.Notification) {
+	l.mu.Lock()
+	fns := l.subs[n.Channel]
+	l.mu.Unlock()
+	for _, fn := range fns {
+		fn(n.Payload)
+	}
+}
+
+// Execer is satisfied by a pool, a connection and a transaction.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Notify sends payload on channel. Inside a transaction it is delivered at
+// commit, and not at all on rollback.
+func Notify(ctx context.Context, db Execer, channel, payload string) error {
+	if channel == "" {
+		return errors.New("pgnotify: empty channel")
+	}
+	_, err := db.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+	return err
+}
