@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/envflag"
+)
+
+// EnvPrefix starts the environment variable of every flag.
+const EnvPrefix = "PORTCULLIS_"
+
+// Config is everything the gateway reads at start-up.
+type Config struct {
+	WebhookAddr     string
+	AdminAddr       string
+	MetricsAddr     string
+	TLSCert, TLSKey string
+	Dev             bool
+	StateDir        string
+	DatabaseURL     string
+	ShutdownTimeout time.Duration
+	LogLevel        string
+	MaxHeaderBytes  int
+}
+
+// ParseConfig reads flags from args and, for flags not given, the
+// PORTCULLIS_* environment (and PORTCULLIS_*_FILE), then validates.
+func ParseConfig(args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.WebhookAddr, "webhook-addr", ":8443", "HTTPS listen address for apiservers' webhook calls")
+	fs.StringVar(&c.AdminAddr, "admin-addr", ":9443", "HTTPS listen address for the admin API and UI")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":9090", "plain-HTTP listen address for /livez, /readyz and /metrics")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM serving certificate; reloaded when the file changes")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM key of --tls-cert")
+	fs.BoolVar(&c.Dev, "dev", false, "development mode: generate a CA and serving certificate under --state-dir when --tls-cert is not set")
+	fs.StringVar(&c.StateDir, "state-dir", ".portcullis", "directory for local state (development certificates, spill files)")
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (required)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block accepted")
+	if err := envflag.Parse(fs, EnvPrefix, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, usageError{fs}
+		}
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return c, c.Validate()
+}
+
+// usageError carries the flag set so main can print -h help.
+type usageError struct{ fs *flag.FlagSet }
+
+func (u usageError) Error() string { return "help requested" }
+
+func (u usageError) Usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: gateway [flags]\n\nEvery flag can also be set as PORTCULLIS_<FLAG> (dashes as underscores), or read from the file named by PORTCULLIS_<FLAG>_FILE.\n\nFlags:")
+	u.fs.SetOutput(w)
+	u.fs.PrintDefaults()
+}
+
+// Validate checks the configuration and names the first bad setting.
+func (c Config) Validate() error {
+	for _, a := range []struct{ flag, val string }{
+		{"--webhook-addr", c.WebhookAddr}, {"--admin-addr", c.AdminAddr}, {"--metrics-addr", c.MetricsAddr},
+	} {
+		if _, port, err := net.SplitHostPort(a.val); err != nil || port == "" {
+			return fmt.Errorf("%s %q is not a host:port address", a.flag, a.val)
+		}
+	}
+	switch {
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errors.New("--tls-cert and --tls-key must be set together")
+	case c.TLSCert == "" && !c.Dev:
+		return errors.New("--tls-cert and --tls-key are required (or --dev to generate a development certificate)")
+	case c.DatabaseURL == "":
+		return errors.New("--database-url (PORTCULLIS_DATABASE_URL) is required")
+	case !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://"):
+		return errors.New("--database-url must be a postgres:// URL")
+	case c.ShutdownTimeout <= 0:
+		return errors.New("--shutdown-timeout must be positive")
+	case c.StateDir == "":
+		return errors.New("--state-dir must not be empty")
+	case c.MaxHeaderBytes < 4096:
+		return errors.New("--max-header-bytes must be at least 4096")
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	const db = "postgres://u@localhost/p"
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, c Config)
+		wantErr string
+	}{
+		{name: "dev defaults", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
+			if c.WebhookAddr != ":8443" || c.AdminAddr != ":9443" || c.MetricsAddr != ":9090" || c.StateDir != ".portcullis" || c.ShutdownTimeout != 30*time.Second {
+				t.Fatalf("defaults: %+v", c)
+			}
+		}},
+		{name: "environment", env: map[string]string{"PORTCULLIS_DEV": "true", "PORTCULLIS_DATABASE_URL": db, "PORTCULLIS_WEBHOOK_ADDR": "127.0.0.1:1"}, check: func(t *testing.T, c Config) {
+			if !c.Dev || c.DatabaseURL != db || c.WebhookAddr != "127.0.0.1:1" {
+				t.Fatalf("from env: %+v", c)
+			}
+		}},
+		{name: "certificate files", args: []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--database-url", db}, check: func(t *testing.T, c Config) {
+			if c.TLSCert != "c.pem" || c.Dev {
+				t.Fatalf("%+v", c)
+			}
+		}},
+		{name: "no tls and no dev", args: []string{"--database-url", db}, wantErr: "--tls-cert and --tls-key are required (or --dev"},
+		{name: "cert without key", args: []string{"--tls-cert", "c.pem", "--database-url", db}, wantErr: "must be set together"},
+		{name: "no database", args: []string{"--dev"}, wantErr: "--database-url (PORTCULLIS_DATABASE_URL) is required"},
+		{name: "database not a URL", args: []string{"--dev", "--database-url", "host=x"}, wantErr: "postgres:// URL"},
+		{name: "bad address", args: []string{"--dev", "--database-url", db, "--webhook-addr", "8443"}, wantErr: `--webhook-addr "8443" is not a host:port`},
+		{name: "bad duration", args: []string{"--dev", "--database-url", db, "--shutdown-timeout", "later"}, wantErr: "invalid value"},
+		{name: "zero shutdown", args: []string{"--dev", "--database-url", db, "--shutdown-timeout", "0s"}, wantErr: "--shutdown-timeout must be positive"},
+		{name: "bad log level", args: []string{"--dev", "--database-url", db, "--log-level", "loud"}, wantErr: `--log-level "loud"`},
+		{name: "unknown flag", args: []string{"--webhook-adr", ":1"}, wantErr: "flag provided but not defined: -webhook-adr"},
+		{name: "stray argument", args: []string{"--dev", "--database-url", db, "serve"}, wantErr: `unexpected argument "serve"`},
+		{name: "bad env bool", env: map[string]string{"PORTCULLIS_DEV": "yes please"}, wantErr: "PORTCULLIS_DEV"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseConfig(tt.args, func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error spans several lines: %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}

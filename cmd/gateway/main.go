@@ -1,0 +1,304 @@
+// Command gateway is the Portcullis server: the webhook that apiservers
+// call, the admin API, and the operations endpoints.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/portcullis-dev/portcullis/internal/adminauth"
+	"github.com/portcullis-dev/portcullis/internal/api"
+	"github.com/portcullis-dev/portcullis/internal/database"
+	"github.com/portcullis-dev/portcullis/internal/ops"
+	"github.com/portcullis-dev/portcullis/internal/pgnotify"
+	"github.com/portcullis-dev/portcullis/internal/tlsutil"
+)
+
+func main() {
+	cfg, err := ParseConfig(os.Args[1:], os.Getenv)
+	var usage usageError
+	if errors.As(err, &usage) {
+		usage.Usage(os.Stdout)
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gateway: invalid configuration: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	m := NewMain()
+	m.Config = cfg
+	if err := m.Run(ctx); err != nil {
+		m.Logger.Error("gateway failed to start", "error", err)
+		_ = m.Close()
+		os.Exit(1)
+	}
+	<-ctx.Done()
+	m.Logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	if err := m.Close(); err != nil {
+		m.Logger.Error("shutdown incomplete", "error", err)
+		os.Exit(1)
+	}
+}
+
+// Main is the whole gateway process; tests run it on :0 addresses.
+type Main struct {
+	Config   Config
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	Health   *ops.Health
+
+	// WebhookMux and AdminMux receive the routes of the two HTTPS
+	// listeners. They exist before Run so tests can add routes of their own.
+	WebhookMux *http.ServeMux
+	AdminMux   *http.ServeMux
+
+	Pool     *pgxpool.Pool
+	Listener *pgnotify.Listener
+	TLS      *tlsutil.FileSource
+	// CAFile is the development CA that signed the serving certificate
+	// (set under --dev when no certificate is given).
+	CAFile string
+
+	webhookLn, adminLn, metricsLn    net.Listener
+	webhookSrv, adminSrv, metricsSrv *http.Server
+	dbReached                        atomic.Bool
+	cancel                           context.CancelFunc
+	wg                               sync.WaitGroup
+}
+
+// NewMain returns a Main with a JSON logger and an empty registry.
+func NewMain() *Main {
+	return &Main{
+		Logger:     slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		Registry:   prometheus.NewRegistry(),
+		Health:     ops.NewHealth(),
+		WebhookMux: http.NewServeMux(),
+		AdminMux:   http.NewServeMux(),
+	}
+}
+
+// Run validates the configuration, binds the listeners, waits for the
+// database (refusing a schema with pending migrations) and starts serving.
+// It returns once the gateway serves; Close stops it.
+func (m *Main) Run(ctx context.Context) error {
+	if err := m.Config.Validate(); err != nil {
+		return err
+	}
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(m.Config.LogLevel))
+	m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	bg, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+
+	if err := m.setupTLS(); err != nil {
+		return err
+	}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); m.TLS.Watch(bg) }()
+
+	var err error
+	if m.metricsLn, err = net.Listen("tcp", m.Config.MetricsAddr); err != nil {
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	if m.webhookLn, err = net.Listen("tcp", m.Config.WebhookAddr); err != nil {
+		return fmt.Errorf("webhook listener: %w", err)
+	}
+	if m.adminLn, err = net.Listen("tcp", m.Config.AdminAddr); err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+
+	// Health first, so /livez answers and /readyz says why it is not
+	// ready while the database is awaited.
+	m.Health.AddReadyCheck("database", func(context.Context) error {
+		if !m.dbReached.Load() {
+			return errors.New("database not reached yet")
+		}
+		return nil
+	})
+	m.metricsSrv = m.newServer(m.Health.Handler(m.Registry), nil)
+	m.serve(m.metricsSrv, m.metricsLn, false)
+
+	if err := m.openDatabase(ctx); err != nil {
+		return err
+	}
+	m.Listener = pgnotify.New(m.Pool, m.Logger)
+
+	// Components are wired here: they subscribe to m.Listener before it runs
+	// and add routes to the muxes before the listeners serve.
+	adminAPI := &api.Server{Tokens: adminauth.NewStore(m.Pool), Logger: m.Logger}
+	m.AdminMux.Handle("/", adminAPI.Handler())
+
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); _ = m.Listener.Run(bg) }()
+
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.TLS.GetCertificate}
+	m.webhookSrv = m.newServer(m.WebhookMux, tlsCfg.Clone())
+	m.adminSrv = m.newServer(m.AdminMux, tlsCfg.Clone())
+	m.serve(m.webhookSrv, m.webhookLn, true)
+	m.serve(m.adminSrv, m.adminLn, true)
+
+	m.Logger.Info("gateway serving",
+		"webhook", m.WebhookURL(), "admin", m.AdminURL(), "metrics", m.MetricsURL(), "ca_file", m.CAFile)
+	return nil
+}
+
+func (m *Main) setupTLS() error {
+	cert, key := m.Config.TLSCert, m.Config.TLSKey
+	if cert == "" {
+		d, err := tlsutil.EnsureDevCerts(filepath.Join(m.Config.StateDir, "tls"))
+		if err != nil {
+			return fmt.Errorf("create development certificates: %w", err)
+		}
+		cert, key, m.CAFile = d.CertFile, d.KeyFile, d.CAFile
+	}
+	m.TLS = &tlsutil.FileSource{CertFile: cert, KeyFile: key, Logger: m.Logger}
+	return m.TLS.Load()
+}
+
+// openDatabase waits for PostgreSQL, retrying until ctx ends, and refuses
+// to go on if the schema is not current.
+func (m *Main) openDatabase(ctx context.Context) error {
+	cfg, err := pgxpool.ParseConfig(m.Config.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("--database-url: %w", err)
+	}
+	if m.Pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	backoff := 200 * time.Millisecond
+	for {
+		err := database.CheckCurrent(ctx, m.Pool)
+		if err == nil {
+			m.dbReached.Store(true)
+			return nil
+		}
+		if errors.Is(err, database.ErrPending) {
+			return err
+		}
+		m.Logger.Warn("waiting for the database", "error", err, "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("database not reached before shutdown: %w", err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (m *Main) newServer(h http.Handler, tlsCfg *tls.Config) *http.Server {
+	srv := &http.Server{
+		Handler:   h,
+		TLSConfig: tlsCfg,
+		// The apiserver sends its headers at once; a slow sender is not one.
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    m.Config.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000},
+	}
+	if tlsCfg != nil {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetHTTP2(true)
+	}
+	return srv
+}
+
+func (m *Main) serve(srv *http.Server, ln net.Listener, useTLS bool) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		var err error
+		if useTLS {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("server stopped", "addr", ln.Addr().String(), "error", err)
+		}
+	}()
+}
+
+// Close stops accepting, waits up to --shutdown-timeout for requests in
+// flight, then releases everything. It is safe after a failed Run.
+func (m *Main) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, srv := range []*http.Server{m.webhookSrv, m.adminSrv, m.metricsSrv} {
+		if srv == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				_ = srv.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, ln := range []net.Listener{m.webhookLn, m.adminLn, m.metricsLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+	if m.Pool != nil {
+		m.Pool.Close()
+	}
+	return errors.Join(errs...)
+}
+
+func listenURL(scheme string, ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	host := "localhost"
+	if !addr.IP.IsUnspecified() && !addr.IP.IsLoopback() {
+		host = addr.IP.String()
+	}
+	return fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(host, fmt.Sprint(addr.Port)))
+}
+
+// WebhookURL is the base URL of the webhook listener.
+func (m *Main) WebhookURL() string { return listenURL("https", m.webhookLn) }
+
+// AdminURL is the base URL of the admin listener.
+func (m *Main) AdminURL() string { return listenURL("https", m.adminLn) }
+
+// MetricsURL is the base URL of the operations listener.
+func (m *Main) MetricsURL() string { return listenURL("http", m.metricsLn) }
