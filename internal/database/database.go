@@ -104,4 +104,3 @@ func CheckCurrent(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	return nil
 }
-
