@@ -30,8 +30,6 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-type principalKey struct{}
-
 func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request, adminauth.Principal)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
