@@ -45,11 +45,15 @@ func newWorld(t *testing.T) *world {
 	must[tenancy.Cluster](t)(s.CreateCluster(ctx, w.globex.ID, "prod", nil))
 
 	create := map[string]func(tenancy.CredentialOptions) (tenancy.Issued, error){
-		"token": func(o tenancy.CredentialOptions) (tenancy.Issued, error) { return s.CreateToken(ctx, w.acme.ID, cl.ID, o) },
+		"token": func(o tenancy.CredentialOptions) (tenancy.Issued, error) {
+			return s.CreateToken(ctx, w.acme.ID, cl.ID, o)
+		},
 		"cert": func(o tenancy.CredentialOptions) (tenancy.Issued, error) {
 			return s.IssueCertificate(ctx, w.acme.ID, cl.ID, o)
 		},
-		"basic": func(o tenancy.CredentialOptions) (tenancy.Issued, error) { return s.CreateBasic(ctx, w.acme.ID, cl.ID, o) },
+		"basic": func(o tenancy.CredentialOptions) (tenancy.Issued, error) {
+			return s.CreateBasic(ctx, w.acme.ID, cl.ID, o)
+		},
 	}
 	for typ, fn := range create {
 		w.creds[typ] = must[tenancy.Issued](t)(fn(tenancy.CredentialOptions{}))
@@ -139,7 +143,9 @@ func bearer(tok string) func(http.Header) {
 }
 
 func basic(user, pass string) func(http.Header) {
-	return func(h http.Header) { h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+pass))) }
+	return func(h http.Header) {
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
+	}
 }
 
 func rawAuth(v ...string) func(http.Header) {
