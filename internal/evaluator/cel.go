@@ -1,0 +1,185 @@
+package evaluator
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/lazy"
+)
+
+// variablesType names the lazy "variables" map as the plugin's composition
+// does (kubernetes.variables); lazy.MapValue only reads the type name.
+var variablesType = apiservercel.NewObjectType("kubernetes.variables", nil)
+
+// activation mirrors the plugin's evaluationActivation. The authorizer is
+// never bound: using it is a compile error here.
+type activation struct {
+	object, oldObject, params, request, namespace any
+	variables                                     ref.Val
+}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case plugincel.ObjectVarName:
+		return a.object, true
+	case plugincel.OldObjectVarName:
+		return a.oldObject, true
+	case plugincel.ParamsVarName:
+		return a.params, true
+	case plugincel.RequestVarName:
+		return a.request, true
+	case plugincel.NamespaceVarName:
+		return a.namespace, true
+	case plugincel.VariableVarName:
+		return a.variables, true
+	default:
+		return nil, false
+	}
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// frame is one ForInput of the plugin: one activation, one memo of lazily
+// evaluated variables, and the composition cost accumulated by variables
+// since the last expression.
+type frame struct {
+	ctx             context.Context
+	act             activation
+	compositionCost int64
+	trace           *[]ExpressionTrace
+}
+
+func (f *frame) bindVariables(vars []compiledVariable) {
+	m := lazy.NewMapValue(variablesType)
+	for i := range vars {
+		v := &vars[i]
+		m.Append(v.name, func(*lazy.MapValue) ref.Val { return f.evalVariable(v) })
+	}
+	f.act.variables = m
+}
+
+// evalVariable mirrors variableAccessor.Callback.
+func (f *frame) evalVariable(v *compiledVariable) ref.Val {
+	res := &v.expr.result
+	if res.Error != nil {
+		return types.NewErr("composited variable %q fails to compile: %v", v.name, res.Error)
+	}
+	val, details, err := res.Program.ContextEval(f.ctx, &f.act)
+	if details == nil {
+		return types.NewErr("unable to get evaluation details of variable %q", v.name)
+	}
+	costPtr := details.ActualCost()
+	if costPtr == nil {
+		return types.NewErr("unable to calculate cost of variable %q", v.name)
+	}
+	cost := int64(*costPtr)
+	if *costPtr > math.MaxInt64 {
+		cost = math.MaxInt64
+	}
+	f.compositionCost += cost
+	if err != nil {
+		return types.NewErr("composited variable %q fails to evaluate: %v", v.name, err)
+	}
+	return val
+}
+
+var errOutOfBudget = &apiservercel.Error{
+	Type:   apiservercel.ErrorTypeInvalid,
+	Detail: "validation failed due to running out of cost budget, no further validation rules will be run",
+	Cause:  apiservercel.ErrOutOfBudget,
+}
+
+// evaluate mirrors evaluationActivation.Evaluate: same messages, same budget
+// arithmetic (variables' cost is charged to the expression that first used
+// them).
+func (f *frame) evaluate(ce *compiledExpr, remaining int64) (plugincel.EvaluationResult, int64, error) {
+	var ev plugincel.EvaluationResult
+	if ce == nil {
+		return ev, remaining, nil
+	}
+	ev.ExpressionAccessor = ce.result.ExpressionAccessor
+	if ce.result.Error != nil {
+		ev.Error = &apiservercel.Error{
+			Type:   apiservercel.ErrorTypeInvalid,
+			Detail: fmt.Sprintf("compilation error: %v", ce.result.Error),
+			Cause:  ce.result.Error,
+		}
+		f.record(ce, ev, 0)
+		return ev, remaining, nil
+	}
+	if ce.result.Program == nil {
+		ev.Error = &apiservercel.Error{
+			Type:   apiservercel.ErrorTypeInternal,
+			Detail: "unexpected internal error compiling expression",
+		}
+		return ev, remaining, nil
+	}
+	val, details, err := ce.result.Program.ContextEval(f.ctx, &f.act)
+	compositionCost := f.compositionCost
+	f.compositionCost = 0
+	if compositionCost > remaining {
+		return ev, -1, errOutOfBudget
+	}
+	remaining -= compositionCost
+	if details == nil {
+		return ev, -1, &apiservercel.Error{
+			Type:   apiservercel.ErrorTypeInternal,
+			Detail: fmt.Sprintf("runtime cost could not be calculated for expression: %v, no further expression will be run", ce.text),
+		}
+	}
+	rtCost := details.ActualCost()
+	if rtCost == nil {
+		return ev, -1, &apiservercel.Error{
+			Type:   apiservercel.ErrorTypeInvalid,
+			Detail: fmt.Sprintf("runtime cost could not be calculated for expression: %v, no further expression will be run", ce.text),
+			Cause:  apiservercel.ErrOutOfBudget,
+		}
+	}
+	if *rtCost > math.MaxInt64 || int64(*rtCost) > remaining {
+		return ev, -1, errOutOfBudget
+	}
+	remaining -= int64(*rtCost)
+	if err != nil {
+		ev.Error = &apiservercel.Error{
+			Type:   apiservercel.ErrorTypeInvalid,
+			Detail: fmt.Sprintf("expression '%v' resulted in error: %v", ce.text, err),
+		}
+	} else {
+		ev.EvalResult = val
+	}
+	f.record(ce, ev, int64(*rtCost)+compositionCost)
+	return ev, remaining, nil
+}
+
+func (f *frame) record(ce *compiledExpr, ev plugincel.EvaluationResult, cost int64) {
+	if f.trace == nil {
+		return
+	}
+	t := ExpressionTrace{Expression: ce.text, Cost: cost}
+	if ev.Error != nil {
+		t.Error = ev.Error.Error()
+	} else if ev.EvalResult != nil {
+		t.Result = fmt.Sprint(ev.EvalResult.Value())
+	}
+	*f.trace = append(*f.trace, t)
+}
+
+// forInput mirrors condition.ForInput on a fresh frame.
+func (f *frame) forInput(exprs []*compiledExpr, budget int64) ([]plugincel.EvaluationResult, int64, error) {
+	evaluations := make([]plugincel.EvaluationResult, len(exprs))
+	remaining := budget
+	var err error
+	for i, ce := range exprs {
+		evaluations[i], remaining, err = f.evaluate(ce, remaining)
+		if err != nil {
+			return nil, -1, err
+		}
+	}
+	return evaluations, remaining, nil
+}
