@@ -22,6 +22,13 @@ type Config struct {
 	AdminAddr       string
 	MetricsAddr     string
 	TLSCert, TLSKey string
+
+	// ClientCACert and ClientCAKey are the CA that issues apiservers' client
+	// certificates and verifies them on the webhook listener. Under --dev
+	// without them, one is generated into StateDir; otherwise, without
+	// them, client certificates are off (tokens and basic auth still work).
+	ClientCACert, ClientCAKey string
+
 	Dev             bool
 	StateDir        string
 	DatabaseURL     string
@@ -41,6 +48,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":9090", "plain-HTTP listen address for /livez, /readyz and /metrics")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM serving certificate; reloaded when the file changes")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM key of --tls-cert")
+	fs.StringVar(&c.ClientCACert, "client-ca-cert", "", "PEM CA certificate that issues and verifies apiservers' client certificates (generated under --state-dir with --dev)")
+	fs.StringVar(&c.ClientCAKey, "client-ca-key", "", "PEM key of --client-ca-cert")
 	fs.BoolVar(&c.Dev, "dev", false, "development mode: generate a CA and serving certificate under --state-dir when --tls-cert is not set")
 	fs.StringVar(&c.StateDir, "state-dir", ".portcullis", "directory for local state (development certificates, spill files)")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (required)")
@@ -82,6 +91,8 @@ func (c Config) Validate() error {
 	switch {
 	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return errors.New("--tls-cert and --tls-key must be set together")
+	case (c.ClientCACert == "") != (c.ClientCAKey == ""):
+		return errors.New("--client-ca-cert and --client-ca-key must be set together")
 	case c.TLSCert == "" && !c.Dev:
 		return errors.New("--tls-cert and --tls-key are required (or --dev to generate a development certificate)")
 	case c.DatabaseURL == "":

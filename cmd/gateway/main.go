@@ -27,6 +27,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/ops"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tlsutil"
 )
 
@@ -78,6 +79,13 @@ type Main struct {
 	// (set under --dev when no certificate is given).
 	CAFile string
 
+	// ClientCA issues and verifies apiservers' client certificates; nil
+	// when none is configured. Tenancy stores tenants, clusters and
+	// credentials; Auth authenticates webhook requests from memory.
+	ClientCA *tenancy.ClientCA
+	Tenancy  *tenancy.Store
+	Auth     *tenancy.Authenticator
+
 	webhookLn, adminLn, metricsLn    net.Listener
 	webhookSrv, adminSrv, metricsSrv *http.Server
 	dbReached                        atomic.Bool
@@ -114,6 +122,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.setupTLS(); err != nil {
 		return err
 	}
+	if err := m.setupClientCA(); err != nil {
+		return err
+	}
 	m.wg.Add(1)
 	go func() { defer m.wg.Done(); m.TLS.Watch(bg) }()
 
@@ -144,6 +155,23 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Listener = pgnotify.New(m.Pool, m.Logger)
 
+	m.Tenancy = tenancy.NewStore(m.Pool, m.ClientCA)
+	m.Auth = tenancy.NewAuthenticator(m.Pool, tenancy.AuthOptions{Logger: m.Logger})
+	m.Auth.Subscribe(m.Listener)
+	// Load once before serving, so a fresh replica is ready at once; on
+	// failure Auth.Run retries and /readyz says why meanwhile.
+	if err := m.Auth.Load(ctx); err != nil {
+		m.Logger.Warn("credentials not loaded yet", "error", err)
+	}
+	m.Health.AddReadyCheck("credentials", func(context.Context) error {
+		if !m.Auth.Ready() {
+			return errors.New("credentials not loaded yet")
+		}
+		return nil
+	})
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); _ = m.Auth.Run(bg) }()
+
 	// Components are wired here: they subscribe to m.Listener before it runs
 	// and add routes to the muxes before the listeners serve.
 	adminAPI := &api.Server{Tokens: adminauth.NewStore(m.Pool), Logger: m.Logger}
@@ -153,7 +181,13 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { defer m.wg.Done(); _ = m.Listener.Run(bg) }()
 
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.TLS.GetCertificate}
-	m.webhookSrv = m.newServer(m.WebhookMux, tlsCfg.Clone())
+	webhookTLS := tlsCfg.Clone()
+	if m.ClientCA != nil {
+		// Ask for a client certificate and verify it if given; tokens and
+		// basic auth are valid too, so none is required.
+		m.ClientCA.ConfigureTLS(webhookTLS)
+	}
+	m.webhookSrv = m.newServer(m.WebhookMux, webhookTLS)
 	m.adminSrv = m.newServer(m.AdminMux, tlsCfg.Clone())
 	m.serve(m.webhookSrv, m.webhookLn, true)
 	m.serve(m.adminSrv, m.adminLn, true)
@@ -174,6 +208,22 @@ func (m *Main) setupTLS() error {
 	}
 	m.TLS = &tlsutil.FileSource{CertFile: cert, KeyFile: key, Logger: m.Logger}
 	return m.TLS.Load()
+}
+
+// setupClientCA loads --client-ca-cert/--client-ca-key, or under --dev
+// generates a client CA into the state directory. Without either, client
+// certificates are off.
+func (m *Main) setupClientCA() error {
+	var err error
+	switch {
+	case m.Config.ClientCACert != "":
+		m.ClientCA, err = tenancy.LoadClientCA(m.Config.ClientCACert, m.Config.ClientCAKey)
+	case m.Config.Dev:
+		m.ClientCA, err = tenancy.LoadOrCreateClientCA(filepath.Join(m.Config.StateDir, "tls"))
+	default:
+		m.Logger.Warn("no --client-ca-cert: apiservers cannot authenticate with client certificates")
+	}
+	return err
 }
 
 // openDatabase waits for PostgreSQL, retrying until ctx ends, and refuses
