@@ -30,9 +30,14 @@ type Error struct {
 	// GroupKind and Name identify the object the error is about, when known.
 	GroupKind schema.GroupKind
 	Name      string
+	// Err is the underlying cause, if any, for errors.Is and logs.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
 // ErrorCode returns the code of err if it is (or wraps) an *Error, else
 // EINTERNAL; nil gives "".

@@ -1,0 +1,453 @@
+package policystore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/pgnotify"
+)
+
+// Snapshot is one tenant's compiled, indexed policy set, as of one tenant
+// policy version. It is immutable and safe for concurrent use.
+type Snapshot struct {
+	TenantID int64
+	// Version is the tenant policy version the snapshot was built from. All
+	// of its objects come from that one version.
+	Version  int64
+	Compiled *evaluator.Snapshot
+	LoadedAt time.Time
+	// Bytes is the approximate heap the snapshot holds.
+	Bytes int64
+
+	served atomic.Bool // served since the last activity record
+}
+
+// CacheConfig sizes and paces a Cache. Zero values take the defaults.
+type CacheConfig struct {
+	MaxTenants int   // default 10,000
+	MaxBytes   int64 // approximate heap bound; default 4 GiB
+	// ResyncInterval is how often cached versions are compared with the
+	// database, to heal lost notifications; default 10 s, at most 30 s.
+	ResyncInterval time.Duration
+	// LoadTimeout bounds one cold load; default 3 s.
+	LoadTimeout time.Duration
+	// WarmWindow and WarmTenants choose the tenants loaded at start-up: those
+	// served within the window, most recent first; defaults 24 h and
+	// MaxTenants.
+	WarmWindow  time.Duration
+	WarmTenants int
+	Logger      *slog.Logger
+	// Registry receives the cache's metrics; nil registers none.
+	Registry *prometheus.Registry
+}
+
+func (c *CacheConfig) defaults() {
+	if c.MaxTenants <= 0 {
+		c.MaxTenants = 10_000
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 4 << 30
+	}
+	if c.ResyncInterval <= 0 {
+		c.ResyncInterval = 10 * time.Second
+	}
+	c.ResyncInterval = min(c.ResyncInterval, 30*time.Second)
+	if c.LoadTimeout <= 0 {
+		c.LoadTimeout = 3 * time.Second
+	}
+	if c.WarmWindow <= 0 {
+		c.WarmWindow = 24 * time.Hour
+	}
+	if c.WarmTenants <= 0 || c.WarmTenants > c.MaxTenants {
+		c.WarmTenants = c.MaxTenants
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Cache serves compiled tenant snapshots from memory. A hit never touches
+// the database. A miss loads and compiles once however many requests wait
+// for it. Notifications refresh changed tenants at once; a periodic resync
+// heals lost ones. While the database is away, cached snapshots keep being
+// served and are reported stale; a tenant with no snapshot then gets
+// ErrColdUnavailable, never an empty policy set.
+type Cache struct {
+	store *Store
+	cfg   CacheConfig
+	log   *slog.Logger
+	lru   *lru.Cache[int64, *Snapshot]
+	bytes atomic.Int64
+	group singleflight.Group
+
+	installMu sync.Mutex
+	kick      chan struct{}
+	refresh   chan int64
+
+	reached      atomic.Bool  // the database answered at least once
+	warmed       atomic.Bool  // start-up warm-up finished
+	lastVerified atomic.Int64 // unix nanos of the last successful contact
+	downSince    atomic.Int64 // unix nanos of the first failure since then; 0 if up
+	lastFailure  atomic.Int64 // unix nanos of the last failed contact
+
+	m cacheMetrics
+}
+
+// NewCache returns a cache over store. Call Subscribe with the process's
+// notification listener before the listener runs, then Run.
+func NewCache(store *Store, cfg CacheConfig) (*Cache, error) {
+	cfg.defaults()
+	c := &Cache{store: store, cfg: cfg, log: cfg.Logger,
+		kick: make(chan struct{}, 1), refresh: make(chan int64, 4096)}
+	var err error
+	c.lru, err = lru.NewWithEvict(cfg.MaxTenants, func(_ int64, s *Snapshot) {
+		c.bytes.Add(-s.Bytes)
+		c.m.evictions.Inc()
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.m = newCacheMetrics(c, cfg.Registry)
+	return c, nil
+}
+
+// Snapshot returns the tenant's snapshot. A hit is a map lookup; a miss loads from
+// the database, sharing the load with concurrent callers. When the tenant is
+// not cached and the database cannot be reached, the error has code
+// EUNAVAILABLE and wraps ErrColdUnavailable.
+func (c *Cache) Snapshot(ctx context.Context, tenantID int64) (*Snapshot, error) {
+	if s, ok := c.lru.Get(tenantID); ok {
+		c.m.hits.Inc()
+		if !s.served.Load() {
+			s.served.Store(true)
+		}
+		if c.downSince.Load() != 0 {
+			c.m.staleServed.Inc()
+		}
+		return s, nil
+	}
+	c.m.misses.Inc()
+	// While the database is known to be down, fail fast instead of making
+	// every cold request wait for a connect timeout; retry at most every
+	// second.
+	if c.downSince.Load() != 0 && time.Since(time.Unix(0, c.lastFailure.Load())) < time.Second {
+		c.m.coldUnavailable.Inc()
+		return nil, coldUnavailable(tenantID, errors.New("database unreachable"))
+	}
+	ch := c.group.DoChan(strconv.FormatInt(tenantID, 10), func() (any, error) {
+		return c.load(tenantID)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			c.m.coldUnavailable.Inc()
+			return nil, coldUnavailable(tenantID, r.Err)
+		}
+		s := r.Val.(*Snapshot)
+		s.served.Store(true)
+		return s, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func coldUnavailable(tenantID int64, cause error) error {
+	return &Error{Code: EUNAVAILABLE, Err: fmt.Errorf("%w: %w", ErrColdUnavailable, cause),
+		Message: fmt.Sprintf("policies of tenant %d are not loaded and the policy database is unreachable; retry later", tenantID)}
+}
+
+// load reads and compiles the tenant's current snapshot and installs it. It
+// runs detached from any one request, under LoadTimeout.
+func (c *Cache) load(tenantID int64) (*Snapshot, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LoadTimeout)
+	defer cancel()
+	start := time.Now()
+	version, objs, size, err := c.store.liveObjects(ctx, tenantID)
+	if err != nil {
+		c.m.loads.WithLabelValues("error").Inc()
+		c.contactFailed(err)
+		return nil, err
+	}
+	c.contactOK()
+	compiled, err := compileObjects(objs)
+	if err != nil {
+		c.m.loads.WithLabelValues("error").Inc()
+		return nil, fmt.Errorf("compile tenant %d version %d: %w", tenantID, version, err)
+	}
+	c.m.loads.WithLabelValues("ok").Inc()
+	c.m.loadSeconds.Observe(time.Since(start).Seconds())
+	s := &Snapshot{TenantID: tenantID, Version: version, Compiled: compiled, LoadedAt: time.Now(),
+		Bytes: estimateBytes(compiled, size)}
+	return c.install(s), nil
+}
+
+// install puts s in the cache unless a snapshot of the same or a newer
+// version is already there, and returns the one that is cached.
+func (c *Cache) install(s *Snapshot) *Snapshot {
+	c.installMu.Lock()
+	defer c.installMu.Unlock()
+	if old, ok := c.lru.Peek(s.TenantID); ok {
+		if old.Version >= s.Version {
+			return old
+		}
+		if old.served.Load() {
+			s.served.Store(true)
+		}
+		c.bytes.Add(-old.Bytes)
+	}
+	c.lru.Add(s.TenantID, s)
+	c.bytes.Add(s.Bytes)
+	for c.bytes.Load() > c.cfg.MaxBytes && c.lru.Len() > 1 {
+		c.lru.RemoveOldest()
+	}
+	return s
+}
+
+// Subscribe registers the cache with the process's notification listener:
+// policy changes refresh the tenant at once, and every (re)connect resyncs,
+// since notifications sent while disconnected are lost.
+func (c *Cache) Subscribe(l *pgnotify.Listener) {
+	l.Subscribe(ChannelPolicies, c.notified)
+	l.OnConnect(c.Resync)
+}
+
+func (c *Cache) notified(payload string) {
+	t, v, ok := strings.Cut(payload, ":")
+	tenantID, err1 := strconv.ParseInt(t, 10, 64)
+	version, err2 := strconv.ParseInt(v, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return
+	}
+	if s, ok := c.lru.Peek(tenantID); ok && s.Version < version {
+		select {
+		case c.refresh <- tenantID:
+		default:
+			c.Resync() // the queue is full: let the resync find it
+		}
+	}
+}
+
+// Resync asks Run to compare every cached version with the database now.
+func (c *Cache) Resync() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run warms the cache up, then keeps it fresh until ctx ends: it refreshes
+// notified tenants, and resyncs every ResyncInterval (sooner on Resync),
+// retrying with backoff while the database is away.
+func (c *Cache) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case t := <-c.refresh:
+					c.refreshTenant(t)
+				}
+			}
+		}()
+	}
+	backoff := 100 * time.Millisecond
+	for !c.warmed.Load() {
+		if err := c.warm(ctx); err != nil {
+			c.log.Warn("policy cache warm-up failed; retrying", "error", err, "backoff", backoff.String())
+			if !sleep(ctx, backoff) {
+				return nil
+			}
+			backoff = min(backoff*2, c.cfg.ResyncInterval)
+			continue
+		}
+		c.warmed.Store(true)
+	}
+	backoff = 100 * time.Millisecond
+	next := c.cfg.ResyncInterval
+	for {
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-c.kick:
+			t.Stop()
+		case <-t.C:
+		}
+		if err := c.resync(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			c.log.Warn("policy database unreachable; serving cached policy snapshots, which may be stale",
+				"error", err, "stale_for", c.Staleness().Round(time.Millisecond).String(), "retry_in", backoff.String())
+			next = backoff
+			backoff = min(backoff*2, c.cfg.ResyncInterval)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		next = c.cfg.ResyncInterval
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (c *Cache) refreshTenant(tenantID int64) {
+	_, err, _ := c.group.Do(strconv.FormatInt(tenantID, 10), func() (any, error) { return c.load(tenantID) })
+	if err != nil {
+		c.Resync() // retried with backoff by Run
+	}
+}
+
+// warm loads the recently served tenants.
+func (c *Cache) warm(ctx context.Context) error {
+	qctx, cancel := context.WithTimeout(ctx, c.cfg.LoadTimeout)
+	tenants, err := c.store.RecentTenantsAll(qctx, c.cfg.WarmWindow, c.cfg.WarmTenants)
+	cancel()
+	if err != nil {
+		c.contactFailed(err)
+		return err
+	}
+	c.contactOK()
+	start := time.Now()
+	for _, t := range tenants {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if _, err, _ := c.group.Do(strconv.FormatInt(t, 10), func() (any, error) { return c.load(t) }); err != nil {
+			return err
+		}
+	}
+	c.log.Info("policy cache warmed up", "tenants", len(tenants), "duration", time.Since(start).String())
+	return nil
+}
+
+// resync compares every cached snapshot's version with the database and
+// reloads the outdated ones; it also records which tenants were served.
+func (c *Cache) resync(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.LoadTimeout)
+	defer cancel()
+	snaps := c.lru.Values()
+	ids := make([]int64, len(snaps))
+	var served []int64
+	for i, s := range snaps {
+		ids[i] = s.TenantID
+		if s.served.Swap(false) {
+			served = append(served, s.TenantID)
+		}
+	}
+	versions, err := c.store.headVersionsAll(ctx, ids)
+	if err == nil {
+		err = c.store.touchServedAll(ctx, served)
+	}
+	if err != nil {
+		for _, t := range served {
+			if s, ok := c.lru.Peek(t); ok {
+				s.served.Store(true)
+			}
+		}
+		c.m.resyncs.WithLabelValues("error").Inc()
+		c.contactFailed(err)
+		return err
+	}
+	c.contactOK()
+	var stale int
+	for _, s := range snaps {
+		if versions[s.TenantID] != s.Version {
+			stale++
+			if _, err, _ := c.group.Do(strconv.FormatInt(s.TenantID, 10), func() (any, error) { return c.load(s.TenantID) }); err != nil {
+				c.m.resyncs.WithLabelValues("error").Inc()
+				return err
+			}
+		}
+	}
+	if stale > 0 {
+		c.log.Info("policy cache resync reloaded outdated snapshots", "tenants", stale)
+	}
+	c.m.resyncs.WithLabelValues("ok").Inc()
+	return nil
+}
+
+func (c *Cache) contactOK() {
+	now := time.Now().UnixNano()
+	c.reached.Store(true)
+	c.lastVerified.Store(now)
+	if since := c.downSince.Swap(0); since != 0 {
+		c.log.Info("policy database reachable again", "stale_for", time.Duration(now-since).Round(time.Millisecond).String())
+	}
+}
+
+func (c *Cache) contactFailed(error) {
+	now := time.Now().UnixNano()
+	c.lastFailure.Store(now)
+	c.downSince.CompareAndSwap(0, now)
+}
+
+// Staleness is how long the cached snapshots have gone unverified because
+// the database is unreachable; 0 while it answers.
+func (c *Cache) Staleness() time.Duration {
+	if c.downSince.Load() == 0 {
+		return 0
+	}
+	last := c.lastVerified.Load()
+	if last == 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, last))
+}
+
+// Ready reports nil once the cache has reached the database and warmed up.
+// It stays ready when the database goes away later: a warm replica keeps
+// serving.
+func (c *Cache) Ready() error {
+	switch {
+	case !c.reached.Load():
+		return errors.New("policy store: the database has not been reached yet")
+	case !c.warmed.Load():
+		return errors.New("policy store: cache warm-up has not finished")
+	}
+	return nil
+}
+
+// Len returns the number of cached tenants and their approximate bytes.
+func (c *Cache) Len() (tenants int, bytes int64) { return c.lru.Len(), c.bytes.Load() }
+
+// Invalidate drops the tenant's snapshot, if cached.
+func (c *Cache) Invalidate(tenantID int64) { c.lru.Remove(tenantID) }
+
+// estimateBytes approximates the heap a compiled snapshot holds, from
+// measurements of the baseline policies (see BenchmarkHeapPerTenant): a
+// fixed part, a part per compiled CEL expression, and a multiple of the
+// stored JSON for the decoded objects.
+func estimateBytes(s *evaluator.Snapshot, jsonBytes int) int64 {
+	st := s.Stats()
+	return int64(estimateBase + estimatePerExpression*st.Expressions + estimatePerJSONByte*jsonBytes)
+}
