@@ -67,3 +67,5 @@ spec:
 `
 
 func vap(max int) []byte { return []byte(fmt.Sprintf(vapYAML, max)) }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

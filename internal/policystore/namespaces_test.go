@@ -1,0 +1,189 @@
+package policystore
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis-dev/portcullis/internal/pgnotify"
+	"github.com/portcullis-dev/portcullis/internal/pgtest"
+)
+
+func ns(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, UID: "uid-" + "x",
+			Annotations:       map[string]string{"owner": "team-a"},
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec:   corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+	}
+}
+
+func TestNamespaceInventoryStore(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	s := New(pool)
+	tenant := newTenant(t, pool)
+	cluster, other := newCluster(t, pool, tenant), newCluster(t, pool, tenant)
+
+	if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod"}), ns("dev", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertNamespace(ctx, tenant, cluster, ns("staging", map[string]string{"env": "staging"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkNamespaceTerminating(ctx, tenant, cluster, "dev", time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		check func() error
+	}{
+		{"whole object kept, without managedFields", func() error {
+			got, err := s.GetNamespace(ctx, tenant, cluster, "prod")
+			if err != nil {
+				return err
+			}
+			if got.Labels["env"] != "prod" || got.Annotations["owner"] != "team-a" || got.UID == "" ||
+				got.CreationTimestamp.IsZero() || len(got.Spec.Finalizers) != 1 || got.Status.Phase != corev1.NamespaceActive ||
+				got.ManagedFields != nil {
+				return errorf("prod = %+v", got)
+			}
+			return nil
+		}},
+		{"terminating sets phase and deletionTimestamp", func() error {
+			got, err := s.GetNamespace(ctx, tenant, cluster, "dev")
+			if err != nil {
+				return err
+			}
+			if got.Status.Phase != corev1.NamespaceTerminating || got.DeletionTimestamp == nil {
+				return errorf("dev = %+v", got.ObjectMeta)
+			}
+			return nil
+		}},
+		{"terminating an unknown namespace is not found", func() error {
+			if err := s.MarkNamespaceTerminating(ctx, tenant, cluster, "nope", time.Now()); ErrorCode(err) != ENOTFOUND {
+				return errorf("err = %v", err)
+			}
+			return nil
+		}},
+		{"clusters do not share inventories", func() error {
+			if list, err := s.ListNamespaces(ctx, tenant, other); err != nil || len(list) != 0 {
+				return errorf("other cluster: %d, %v", len(list), err)
+			}
+			return nil
+		}},
+		{"another tenant cannot write to the cluster", func() error {
+			t2 := newTenant(t, pool)
+			if err := s.UpsertNamespace(ctx, t2, cluster, ns("x", nil)); ErrorCode(err) != ENOTFOUND {
+				return errorf("err = %v", err)
+			}
+			return nil
+		}},
+		{"an upload replaces everything", func() error {
+			if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod2"})}); err != nil {
+				return err
+			}
+			list, err := s.ListNamespaces(ctx, tenant, cluster)
+			if err != nil || len(list) != 1 || list[0].Labels["env"] != "prod2" {
+				return errorf("after upload: %v %v", list, err)
+			}
+			return nil
+		}},
+		{"an upload with a bad name is refused with its path", func() error {
+			err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("ok", nil), ns("Bad_Name", nil), ns("ok", nil)})
+			e, _ := err.(*Error)
+			if e == nil || e.Code != EINVALID || len(e.Causes) != 2 || e.Causes[0].Field != "items[1].metadata.name" ||
+				e.Causes[1].Field != "items[2].metadata.name" {
+				return errorf("err = %#v", err)
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A learned namespace is visible at once on the replica that learned it,
+// reaches the database in the background, and then the other replica.
+func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	a, b := startNamespaces(t, url), startNamespaces(t, url)
+	tenant := newTenant(t, a.store.pool)
+	cluster := newCluster(t, a.store.pool, tenant)
+	if err := a.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod"})}); err != nil {
+		t.Fatal(err)
+	}
+	invA, err := a.Lookup(ctx, tenant, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invB, err := b.Lookup(ctx, tenant, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := invB.Namespace("prod"); !ok || got.Labels["env"] != "prod" {
+		t.Fatalf("B prod = %v %v", got, ok)
+	}
+
+	a.Learn(tenant, cluster, ns("team-x", map[string]string{"env": "dev"}))
+	if got, ok := invA.Namespace("team-x"); !ok || got.Labels["env"] != "dev" {
+		t.Fatal("the learned namespace is not visible at once")
+	}
+	eventually(t, "B to learn team-x", func() bool { _, ok := invB.Namespace("team-x"); return ok })
+
+	a.LearnTerminating(tenant, cluster, "prod")
+	if got, _ := invA.Namespace("prod"); got.Status.Phase != corev1.NamespaceTerminating {
+		t.Fatal("terminating not visible at once")
+	}
+	eventually(t, "B to see prod terminating", func() bool {
+		got, ok := invB.Namespace("prod")
+		return ok && got.Status.Phase == corev1.NamespaceTerminating
+	})
+	// An upload elsewhere replaces both inventories.
+	if err := b.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("only", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "A to take the upload", func() bool {
+		inv, err := a.Lookup(ctx, tenant, cluster)
+		_, only := inv.Namespace("only")
+		_, old := inv.Namespace("team-x")
+		return err == nil && only && !old && inv.Len() == 1
+	})
+}
+
+func startNamespaces(t *testing.T, url string) *NamespaceCache {
+	t.Helper()
+	r := startReplica(t, url, CacheConfig{}, false)
+	n, err := NewNamespaceCache(r.store, NamespaceConfig{Registry: r.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := pgnotify.New(r.store.pool, nil)
+	n.Subscribe(l)
+	connected := make(chan struct{}, 1)
+	l.OnConnect(func() {
+		select {
+		case connected <- struct{}{}:
+		default:
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = l.Run(ctx) })
+	wg.Go(func() { _ = n.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	<-connected
+	return n
+}
