@@ -122,8 +122,12 @@ func (rc *reqCtx) namespace() (*corev1.Namespace, bool) {
 	return rc.ns, rc.nsKnown
 }
 
-func unknownNamespaceError(name string) error {
-	return fmt.Errorf("namespace %q is unknown: the namespace inventory lacks it, so its labels and object cannot be evaluated", name)
+// unknownNamespaceError is the error of a binding that needs more than the
+// name of a namespace the inventory lacks.
+type unknownNamespaceError struct{ name string }
+
+func (e *unknownNamespaceError) Error() string {
+	return fmt.Sprintf("namespace %q is unknown: the namespace inventory lacks it, so its labels and object cannot be evaluated", e.name)
 }
 
 // namespaceLabels mirrors namespace.Matcher.GetNamespaceLabels.
@@ -143,8 +147,7 @@ func (rc *reqCtx) namespaceLabels(nameOnly bool) (labels.Set, error) {
 		}
 		return rc.nsLabels, nil
 	}
-	rc.res.UnknownNamespace = req.Namespace
-	return nil, unknownNamespaceError(req.Namespace)
+	return nil, &unknownNamespaceError{name: req.Namespace}
 }
 
 func (rc *reqCtx) objects() (any, any) {
@@ -517,6 +520,10 @@ func (rc *reqCtx) addConfigError(err error, cp *compiledPolicy, cb *compiledBind
 	br.Outcome = OutcomeError
 	br.FailurePolicyApplied = true
 	br.Error = err.Error()
+	var une *unknownNamespaceError
+	if errors.As(err, &une) {
+		rc.res.UnknownNamespace = une.name
+	}
 	switch f := failurePolicyOf(cp); f {
 	case admissionregistrationv1.Ignore:
 	case admissionregistrationv1.Fail:
@@ -658,7 +665,7 @@ func (rc *reqCtx) dispatchPolicy(cp *compiledPolicy) {
 				vr.timeout = true
 			case nsUnknown:
 				rc.res.UnknownNamespace = namespaceName
-				vr = errorDecision(failurePolicyOf(cp), unknownNamespaceError(namespaceName).Error())
+				vr = errorDecision(failurePolicyOf(cp), (&unknownNamespaceError{name: namespaceName}).Error())
 			default:
 				vr = rc.validate(cp, gvr, gvk, p, namespace, ptrace)
 				if rc.ctx.Err() != nil {

@@ -1,0 +1,227 @@
+package differential
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/warning"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+)
+
+// Param kinds known to the fake cluster.
+var (
+	limitsGVK        = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Limits"}
+	limitsGVR        = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "limits"}
+	clusterLimitsGVK = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "ClusterLimits"}
+	clusterLimitsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "clusterlimits"}
+	configMapGVK     = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+)
+
+// world is one cluster: policies, bindings, params and namespaces.
+type world struct {
+	policies   []*admissionregistrationv1.ValidatingAdmissionPolicy
+	bindings   []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	params     []*unstructured.Unstructured
+	namespaces []*corev1.Namespace // all in the cluster
+	inventory  evaluator.NamespaceMap
+}
+
+// apiserverPlugin is the real ValidatingAdmissionPolicy plugin wired to
+// fake clients and informers.
+type apiserverPlugin struct {
+	plugin *validating.Plugin
+	stop   chan struct{}
+}
+
+type denyAllAuthorizer struct{}
+
+func (denyAllAuthorizer) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func TestMain(m *testing.M) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+	os.Exit(m.Run())
+}
+
+func newAPIServerPlugin(tb testing.TB, w *world) *apiserverPlugin {
+	tb.Helper()
+	var objs []runtime.Object
+	for _, ns := range w.namespaces {
+		objs = append(objs, ns.DeepCopy())
+	}
+	for _, p := range w.policies {
+		objs = append(objs, p.DeepCopy())
+	}
+	for _, b := range w.bindings {
+		objs = append(objs, b.DeepCopy())
+	}
+	var dynObjs []runtime.Object
+	for _, u := range w.params {
+		if u.GroupVersionKind() == configMapGVK {
+			cm := &corev1.ConfigMap{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
+				tb.Fatal(err)
+			}
+			objs = append(objs, cm)
+			continue
+		}
+		dynObjs = append(dynObjs, u.DeepCopy())
+	}
+	client := fake.NewSimpleClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		tb.Fatal(err)
+	}
+	dynClient := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
+		limitsGVR:        "LimitsList",
+		clusterLimitsGVR: "ClusterLimitsList",
+		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
+	})
+	for _, o := range dynObjs {
+		u := o.(*unstructured.Unstructured)
+		gvr := limitsGVR
+		if u.GroupVersionKind() == clusterLimitsGVK {
+			gvr = clusterLimitsGVR
+		}
+		if err := dynClient.Tracker().Create(gvr, u, u.GetNamespace()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
+	mapper.AddSpecific(limitsGVK, limitsGVR, limitsGVR.GroupVersion().WithResource("limit"), meta.RESTScopeNamespace)
+	mapper.AddSpecific(clusterLimitsGVK, clusterLimitsGVR, clusterLimitsGVR.GroupVersion().WithResource("clusterlimit"), meta.RESTScopeRoot)
+
+	p, err := validating.NewPlugin(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stop := make(chan struct{})
+	p.SetExternalKubeInformerFactory(factory)
+	p.SetExternalKubeClientSet(client)
+	p.SetDynamicClient(dynClient)
+	p.SetRESTMapper(mapper)
+	p.SetDrainedNotification(stop)
+	p.SetUnconditionalAuthorizer(denyAllAuthorizer{})
+	if err := p.ValidateInitialization(); err != nil {
+		tb.Fatal(err)
+	}
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	if !p.WaitForReady() {
+		tb.Fatal("plugin not ready")
+	}
+	return &apiserverPlugin{plugin: p, stop: stop}
+}
+
+func (a *apiserverPlugin) close() { close(a.stop) }
+
+type recordingAttributes struct {
+	admission.Attributes
+	annotations map[string]string
+}
+
+func (r *recordingAttributes) AddAnnotation(key, value string) error {
+	r.annotations[key] = value
+	return nil
+}
+
+type warningRecorder struct{ warnings []string }
+
+func (w *warningRecorder) AddWarning(_, text string) { w.warnings = append(w.warnings, text) }
+
+// outcome is what either engine answered, in comparable form.
+type outcome struct {
+	allowed     bool
+	status      *metav1.Status
+	warnings    []string
+	annotations map[string]string
+	otherErr    string
+}
+
+// request is one generated request, in both engines' forms.
+type request struct {
+	evalReq   *evaluator.Request
+	options   runtime.Object
+	userInfo  *user.DefaultInfo
+	namespace string
+}
+
+func (a *apiserverPlugin) validate(r *request) outcome {
+	er := r.evalReq
+	var obj, old runtime.Object
+	if er.Object != nil {
+		obj = &unstructured.Unstructured{Object: runtime.DeepCopyJSON(er.Object)}
+	}
+	if er.OldObject != nil {
+		old = &unstructured.Unstructured{Object: runtime.DeepCopyJSON(er.OldObject)}
+	}
+	attrs := &recordingAttributes{
+		Attributes: admission.NewAttributesRecord(obj, old, er.RequestKind, er.Namespace, er.Name, er.RequestResource,
+			er.RequestSubResource, admission.Operation(er.Operation), r.options, er.DryRun, r.userInfo),
+		annotations: map[string]string{},
+	}
+	rec := &warningRecorder{}
+	ctx := warning.WithWarningRecorder(context.Background(), rec)
+	err := a.plugin.Validate(ctx, attrs, admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme))
+	out := outcome{allowed: err == nil, warnings: rec.warnings, annotations: attrs.annotations}
+	if err != nil {
+		var se *apierrors.StatusError
+		if errors.As(err, &se) {
+			st := se.ErrStatus
+			out.status = &st
+		} else {
+			out.otherErr = err.Error()
+		}
+	}
+	return out
+}
+
+func evaluatorOutcome(res *evaluator.Result) outcome {
+	out := outcome{allowed: res.Allowed, status: res.Status, warnings: res.Warnings, annotations: map[string]string{}}
+	for _, a := range res.AuditAnnotations {
+		out.annotations[a.Key] = a.Value
+	}
+	return out
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprint(err))
+	}
+	return b
+}
