@@ -61,7 +61,8 @@ type Authenticator struct {
 	opts   AuthOptions
 	now    func() time.Time
 
-	snap atomic.Pointer[snapshot]
+	snap   atomic.Pointer[snapshot]
+	loadMu sync.Mutex // one Load at a time, so loads publish in order
 
 	// basicKey keys the HMAC under which verified basic-auth passwords are
 	// remembered, so memory never holds a fast hash of a password that
@@ -251,6 +252,8 @@ func (a *Authenticator) Run(ctx context.Context) error {
 // Load reads every credential that is not revoked and publishes them. Run
 // calls it; tests may call it directly.
 func (a *Authenticator) Load(ctx context.Context) error {
+	a.loadMu.Lock()
+	defer a.loadMu.Unlock()
 	started := a.now()
 	rows, err := a.pool.Query(ctx, `
 		SELECT cr.id, cr.type, cr.token_hash, cr.fingerprint, cr.username, cr.password_hash, cr.expires_at,

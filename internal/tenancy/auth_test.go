@@ -5,21 +5,27 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/rest"
 
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
+	"github.com/portcullis-dev/portcullis/internal/tenancy/artifacts"
 )
 
 // world is two tenants with one cluster each and every credential type in
@@ -480,5 +486,62 @@ func TestExpiryWithoutReload(t *testing.T) {
 	time.Sleep(time.Until(exp) + 10*time.Millisecond)
 	if got := status(w.auth, "acme", bearer(tok.Token)); got != 401 {
 		t.Fatalf("after expiry: %d, want 401", got)
+	}
+}
+
+// TestApiserverClientAuthenticates writes each credential into a kubeconfig
+// with the artifacts package, lets the apiserver's own resolver pick the
+// user entry for the gateway's host:port, builds the apiserver's HTTP
+// transport from it and calls the gateway: what a real apiserver sends is
+// what Authenticate accepts.
+func TestApiserverClientAuthenticates(t *testing.T) {
+	w := newWorld(t)
+	t.Setenv("KUBECONFIG", "")
+	servingCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.srv.Certificate().Raw})
+	hostPort := strings.TrimPrefix(w.srv.URL, "https://")
+	for _, name := range []string{"token", "basic", "cert"} {
+		t.Run(name, func(t *testing.T) {
+			iss := w.creds[name]
+			creds := artifacts.Credentials{Token: iss.Token}
+			switch iss.Type {
+			case tenancy.CredentialBasic:
+				creds = artifacts.Credentials{Username: iss.Username, Password: iss.Password}
+			case tenancy.CredentialCertificate:
+				creds = artifacts.Credentials{ClientCertificatePEM: iss.CertificatePEM, ClientKeyPEM: iss.KeyPEM}
+			}
+			kc, err := artifacts.Kubeconfig(creds, w.srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "kubeconfig")
+			if err := os.WriteFile(file, kc, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			resolver, err := webhookutil.NewDefaultAuthenticationInfoResolver(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := resolver.ClientConfigFor(hostPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.TLSClientConfig.CAData = servingCA
+			tr, err := rest.TransportFor(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			for tenant, want := range map[string]int{"acme": 200, "globex": 403} {
+				resp, err := client.Post(w.srv.URL+"/t/"+tenant+"/validate", "application/json", strings.NewReader("{}"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Fatalf("tenant %s: %d %s, want %d", tenant, resp.StatusCode, body, want)
+				}
+			}
+		})
 	}
 }
