@@ -1,0 +1,97 @@
+// Package decisions holds the record of one answered admission request and
+// the recorders that keep them.
+package decisions
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+)
+
+// Verdict is the outcome of one request.
+type Verdict string
+
+// Verdicts. Error is a request the gateway could not evaluate (a bad body,
+// no policy snapshot available, a panic): the HTTP status says why.
+const (
+	VerdictAllowed  Verdict = "allowed"
+	VerdictDenied   Verdict = "denied"
+	VerdictWarned   Verdict = "warned" // allowed with warnings
+	VerdictError    Verdict = "error"
+	VerdictRejected Verdict = "rejected" // refused before evaluation (4xx)
+)
+
+// Decision is everything recorded about one webhook request.
+type Decision struct {
+	ID       string
+	Time     time.Time
+	Instance string
+
+	TenantID    int64
+	TenantName  string
+	ClusterID   int64
+	ClusterName string
+
+	UID         string
+	Operation   string
+	Group       string
+	Version     string
+	Resource    string
+	SubResource string
+	Kind        string
+	Namespace   string
+	Name        string
+	UserName    string
+	UserGroups  []string
+	DryRun      bool
+
+	Verdict Verdict
+	// HTTPStatus is the status of the HTTP answer (200 for any evaluated
+	// request, whatever the verdict).
+	HTTPStatus int
+	// Code and Message are the AdmissionResponse status on a denial, or the
+	// error on a rejected or failed request.
+	Code     int32
+	Reason   string
+	Message  string
+	Warnings []string
+	// AuditAnnotations keep the evaluator's (the apiserver plugin's) keys.
+	AuditAnnotations []evaluator.AuditAnnotation
+	Bindings         []evaluator.BindingResult
+	UnknownNamespace string
+	TimedOut         bool
+
+	SnapshotVersion int64
+	Latency         time.Duration
+}
+
+// Recorder takes decisions. Record must never block the request.
+type Recorder interface {
+	Record(*Decision)
+}
+
+// LogRecorder writes each decision as one structured log line.
+type LogRecorder struct{ Logger *slog.Logger }
+
+// Record implements Recorder.
+func (l LogRecorder) Record(d *Decision) {
+	l.Logger.LogAttrs(context.Background(), slog.LevelInfo, "admission decision",
+		slog.String("id", d.ID),
+		slog.String("tenant", d.TenantName),
+		slog.String("cluster", d.ClusterName),
+		slog.String("uid", d.UID),
+		slog.String("operation", d.Operation),
+		slog.String("resource", d.Resource),
+		slog.String("namespace", d.Namespace),
+		slog.String("name", d.Name),
+		slog.String("verdict", string(d.Verdict)),
+		slog.Int("http_status", d.HTTPStatus),
+		slog.Int("code", int(d.Code)),
+		slog.String("message", d.Message),
+		slog.Bool("dry_run", d.DryRun),
+		slog.Int64("snapshot_version", d.SnapshotVersion),
+		slog.Duration("latency", d.Latency),
+	)
+}

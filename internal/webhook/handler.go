@@ -1,0 +1,304 @@
+// Package webhook is the data plane: the endpoint apiservers call. It
+// authenticates the caller, decodes the AdmissionReview, takes the tenant's
+// policy snapshot, evaluates, answers, learns namespaces and hands one
+// decision per request to the recorder.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/portcullis-dev/portcullis/internal/admission"
+	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
+)
+
+// Handler serves POST /t/{tenant}/validate. Its dependencies are functions
+// so that tests can supply plain ones.
+type Handler struct {
+	// Authenticate returns the caller's identity or a *tenancy.Error.
+	Authenticate func(r *http.Request) (tenancy.Identity, error)
+	// Snapshot returns the tenant's compiled policies. An error with
+	// policystore code EUNAVAILABLE (cold and the database away) gives 503,
+	// so that the apiserver's failurePolicy for the webhook decides.
+	Snapshot func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error)
+	// Namespaces returns the cluster's namespace inventory. On error the
+	// handler goes on with an empty inventory: every namespace is unknown,
+	// and bindings that need one follow their failurePolicy.
+	Namespaces func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error)
+	// Learn and LearnTerminating record namespaces from allowed, non-dry-run
+	// Namespace requests. Both must return at once.
+	Learn            func(tenantID, clusterID int64, ns *corev1.Namespace)
+	LearnTerminating func(tenantID, clusterID int64, name string)
+	Recorder         decisions.Recorder
+	Metrics          *Metrics
+	Logger           *slog.Logger
+	// Instance names this gateway replica in decisions.
+	Instance string
+	// MaxRequestBytes bounds the body; 8 MiB when zero.
+	MaxRequestBytes int64
+	// DefaultTimeout applies when the apiserver sends no ?timeout; 10s
+	// (the webhook default) when zero.
+	DefaultTimeout time.Duration
+}
+
+// The apiserver's timeout covers the whole round trip; the answer must be
+// written and sent before it ends.
+func deadlineMargin(timeout time.Duration) time.Duration {
+	return max(50*time.Millisecond, timeout/10)
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance}
+	authenticated := false
+	// One deferred function, so a panic still yields exactly one decision.
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.Metrics.panics.Inc()
+			h.Logger.Error("panic while handling an admission request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "uid", d.UID)
+			h.fail(w, d, http.StatusInternalServerError, "internal error while evaluating the request; it was logged")
+		}
+		if authenticated {
+			h.finish(d, start)
+		}
+	}()
+
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed: send the AdmissionReview with POST")
+		return
+	}
+	id, err := h.Authenticate(r)
+	if err != nil {
+		code := tenancy.HTTPStatus(err)
+		var te *tenancy.Error
+		msg := "authentication failed"
+		if errors.As(err, &te) {
+			msg = te.Message // Message is safe for the caller; Reason is not.
+			h.Metrics.authFailures.WithLabelValues(te.Reason).Inc()
+		}
+		writeError(w, code, msg)
+		return
+	}
+	d.TenantID, d.TenantName, d.ClusterID, d.ClusterName = id.TenantID, id.TenantName, id.ClusterID, id.ClusterName
+	authenticated = true
+
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		h.fail(w, d, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported: send application/json", ct))
+		return
+	}
+	limit := h.MaxRequestBytes
+	if limit <= 0 {
+		limit = 8 << 20
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.fail(w, d, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes", limit))
+			return
+		}
+		h.fail(w, d, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return
+	}
+	rev, err := admission.Decode(body)
+	if err != nil {
+		var ae *admission.Error
+		if errors.As(err, &ae) {
+			h.fail(w, d, ae.Code, ae.Message)
+			return
+		}
+		h.fail(w, d, http.StatusBadRequest, err.Error())
+		return
+	}
+	req := rev.Request
+	fillRequest(d, req)
+
+	ctx, cancel := context.WithTimeout(r.Context(), h.evalBudget(r))
+	defer cancel()
+	snap, err := h.Snapshot(ctx, id.TenantID)
+	if err != nil {
+		if policystore.ErrorCode(err) == policystore.EUNAVAILABLE {
+			h.Metrics.coldUnavailable.Inc()
+			h.fail(w, d, http.StatusServiceUnavailable, "the policies of this tenant are not loaded on this replica and the policy database is unreachable; the apiserver's failurePolicy for this webhook applies")
+			return
+		}
+		h.Logger.Error("loading the tenant's policies failed", "tenant", id.TenantName, "error", err)
+		h.fail(w, d, http.StatusServiceUnavailable, "the policies of this tenant could not be loaded; the apiserver's failurePolicy for this webhook applies")
+		return
+	}
+	d.SnapshotVersion = snap.Version
+
+	var nss evaluator.NamespaceLookup = evaluator.NamespaceMap{}
+	if h.Namespaces != nil {
+		if inv, err := h.Namespaces(ctx, id.TenantID, id.ClusterID); err == nil && inv != nil {
+			nss = inv
+		}
+	}
+
+	res := snap.Compiled.Validate(ctx, req, nss)
+	resp := admission.Response{
+		Allowed:          res.Allowed,
+		Status:           res.Status,
+		Warnings:         res.Warnings,
+		AuditAnnotations: res.AuditAnnotations,
+	}
+	out, err := admission.Encode(rev.APIVersion, rev.UID, resp)
+	if err != nil {
+		panic(err) // only an unknown version, which Decode refuses
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+
+	d.HTTPStatus = http.StatusOK
+	d.Warnings, d.AuditAnnotations, d.Bindings = res.Warnings, res.AuditAnnotations, res.Bindings
+	d.UnknownNamespace = res.UnknownNamespace
+	for _, b := range res.Bindings {
+		d.TimedOut = d.TimedOut || b.Timeout
+	}
+	switch {
+	case !res.Allowed:
+		d.Verdict = decisions.VerdictDenied
+	case len(res.Warnings) > 0:
+		d.Verdict = decisions.VerdictWarned
+	default:
+		d.Verdict = decisions.VerdictAllowed
+	}
+	if res.Status != nil {
+		d.Code, d.Reason, d.Message = res.Status.Code, string(res.Status.Reason), res.Status.Message
+	}
+	if res.UnknownNamespace != "" {
+		h.Metrics.unknownNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), id.ClusterName).Inc()
+	}
+	if res.Allowed && !req.DryRun {
+		h.learn(id, req)
+	}
+}
+
+// evalBudget is the apiserver's ?timeout minus a margin for the answer.
+func (h *Handler) evalBudget(r *http.Request) time.Duration {
+	timeout := h.DefaultTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	if t, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && t > 0 {
+		timeout = t
+	}
+	return timeout - deadlineMargin(timeout)
+}
+
+// learn keeps the inventory current from Namespace requests the gateway
+// allowed. A denied or dry-run request never reaches here: a denied UPDATE
+// adding an exemption label must not change what later requests see.
+func (h *Handler) learn(id tenancy.Identity, req *evaluator.Request) {
+	if req.Resource.Group != "" || req.Resource.Resource != "namespaces" || req.SubResource != "" {
+		return
+	}
+	switch req.Operation {
+	case "CREATE", "UPDATE":
+		if h.Learn == nil || req.Object == nil {
+			return
+		}
+		var ns corev1.Namespace
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(req.Object, &ns); err != nil || ns.Name == "" {
+			return
+		}
+		h.Learn(id.TenantID, id.ClusterID, &ns)
+	case "DELETE":
+		if h.LearnTerminating != nil && req.Name != "" {
+			h.LearnTerminating(id.TenantID, id.ClusterID, req.Name)
+		}
+	}
+}
+
+func fillRequest(d *decisions.Decision, req *evaluator.Request) {
+	d.UID = req.UID
+	d.Operation = string(req.Operation)
+	d.Group, d.Version, d.Resource, d.SubResource = req.Resource.Group, req.Resource.Version, req.Resource.Resource, req.SubResource
+	d.Kind = req.Kind.Kind
+	d.Namespace, d.Name = req.Namespace, req.Name
+	d.UserName, d.UserGroups = req.UserInfo.Username, req.UserInfo.Groups
+	d.DryRun = req.DryRun
+}
+
+// fail answers an authenticated request that could not be evaluated.
+func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, code int, msg string) {
+	d.HTTPStatus, d.Code, d.Message = code, int32(code), msg
+	if code >= 500 {
+		d.Verdict = decisions.VerdictError
+	} else {
+		d.Verdict = decisions.VerdictRejected
+	}
+	writeError(w, code, msg)
+}
+
+func (h *Handler) finish(d *decisions.Decision, start time.Time) {
+	d.Latency = time.Since(start)
+	h.Metrics.observe(d)
+	if h.Recorder != nil {
+		h.Recorder.Record(d)
+	}
+}
+
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// writeError sends a Kubernetes-style Status, which is what an apiserver
+// logs from a failed webhook call.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(metav1.Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   metav1.StatusFailure,
+		Code:     int32(code),
+		Reason:   metav1.StatusReason(reasonFor(code)),
+		Message:  msg,
+	})
+}
+
+func reasonFor(code int) string {
+	switch code {
+	case http.StatusBadRequest:
+		return string(metav1.StatusReasonBadRequest)
+	case http.StatusUnauthorized:
+		return string(metav1.StatusReasonUnauthorized)
+	case http.StatusForbidden:
+		return string(metav1.StatusReasonForbidden)
+	case http.StatusMethodNotAllowed:
+		return string(metav1.StatusReasonMethodNotAllowed)
+	case http.StatusRequestEntityTooLarge:
+		return string(metav1.StatusReasonRequestEntityTooLarge)
+	case http.StatusUnsupportedMediaType:
+		return string(metav1.StatusReasonUnsupportedMediaType)
+	case http.StatusServiceUnavailable:
+		return string(metav1.StatusReasonServiceUnavailable)
+	}
+	return string(metav1.StatusReasonInternalError)
+}
+
+// newID is a UUIDv7: time-ordered, so decision ids index well.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }

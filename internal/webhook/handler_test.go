@@ -1,0 +1,460 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/request"
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
+	"github.com/portcullis-dev/portcullis/internal/webhook"
+)
+
+const policies = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: require-team}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods", "namespaces"]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+    message: "the team label is required"
+  auditAnnotations:
+  - key: team
+    valueExpression: "has(object.metadata.labels) && 'team' in object.metadata.labels ? string(object.metadata.labels['team']) : 'none'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: require-team}
+spec:
+  policyName: require-team
+  validationActions: [Deny]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: no-latest}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+  validations:
+  - expression: "object.spec.containers.all(c, !c.image.endsWith(':latest'))"
+    message: "do not use :latest"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: no-latest-warn}
+spec:
+  policyName: no-latest
+  validationActions: [Warn, Audit]
+`
+
+func compile(t *testing.T) *evaluator.Snapshot {
+	t.Helper()
+	var objs evaluator.Objects
+	for _, doc := range strings.Split(policies, "\n---\n") {
+		var meta struct{ Kind string }
+		_ = yaml.Unmarshal([]byte(doc), &meta)
+		switch meta.Kind {
+		case "ValidatingAdmissionPolicy":
+			p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			if err := yaml.UnmarshalStrict([]byte(doc), p); err != nil {
+				t.Fatal(err)
+			}
+			objs.Policies = append(objs.Policies, p)
+		case "ValidatingAdmissionPolicyBinding":
+			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			if err := yaml.UnmarshalStrict([]byte(doc), b); err != nil {
+				t.Fatal(err)
+			}
+			objs.Bindings = append(objs.Bindings, b)
+		}
+	}
+	s := evaluator.Compile(objs, evaluator.CompileOptions{Mode: evaluator.NewExpressions})
+	if errs := s.CompileErrors(); len(errs) > 0 {
+		t.Fatalf("compile: %v", errs)
+	}
+	return s
+}
+
+type fixture struct {
+	h          *webhook.Handler
+	reg        *prometheus.Registry
+	mu         sync.Mutex
+	recorded   []*decisions.Decision
+	learned    []string
+	terminated []string
+}
+
+func (f *fixture) Record(d *decisions.Decision) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recorded = append(f.recorded, d)
+}
+
+func newFixture(t *testing.T) *fixture {
+	snap := &policystore.Snapshot{TenantID: 7, Version: 42, Compiled: compile(t)}
+	f := &fixture{reg: prometheus.NewRegistry()}
+	f.h = &webhook.Handler{
+		Authenticate: func(r *http.Request) (tenancy.Identity, error) {
+			switch r.Header.Get("Authorization") {
+			case "Bearer good":
+				return tenancy.Identity{TenantID: 7, TenantName: "acme", ClusterID: 3, ClusterName: "prod"}, nil
+			case "Bearer other-tenant":
+				return tenancy.Identity{}, &tenancy.Error{Code: tenancy.CodeForbidden, Message: "forbidden", Reason: "tenant mismatch"}
+			}
+			return tenancy.Identity{}, &tenancy.Error{Code: tenancy.CodeUnauthenticated, Message: "unauthenticated", Reason: "unknown token"}
+		},
+		Snapshot: func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error) {
+			if tenantID != 7 {
+				t.Errorf("snapshot asked for tenant %d", tenantID)
+			}
+			return snap, nil
+		},
+		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
+			return evaluator.NamespaceMap{"default": &corev1.Namespace{}}, nil
+		},
+		Learn: func(_, _ int64, ns *corev1.Namespace) {
+			f.mu.Lock()
+			f.learned = append(f.learned, ns.Name)
+			f.mu.Unlock()
+		},
+		LearnTerminating: func(_, _ int64, name string) {
+			f.mu.Lock()
+			f.terminated = append(f.terminated, name)
+			f.mu.Unlock()
+		},
+		Recorder: f,
+		Metrics:  webhook.NewMetrics(f.reg, true),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Instance: "test-0",
+	}
+	return f
+}
+
+func review(apiVersion, uid, resource, op string, object string, dryRun bool) string {
+	kind := map[string]string{"pods": "Pod", "namespaces": "Namespace"}[resource]
+	name := "x"
+	if resource == "namespaces" {
+		name = "team-a"
+	}
+	m := map[string]any{
+		"apiVersion": apiVersion, "kind": "AdmissionReview",
+		"request": map[string]any{
+			"uid":       uid,
+			"kind":      map[string]string{"group": "", "version": "v1", "kind": kind},
+			"resource":  map[string]string{"group": "", "version": "v1", "resource": resource},
+			"name":      name,
+			"operation": op,
+			"userInfo":  map[string]any{"username": "alice", "groups": []string{"dev"}},
+			"object":    json.RawMessage(object),
+			"dryRun":    dryRun,
+		},
+	}
+	if resource == "pods" {
+		m["request"].(map[string]any)["namespace"] = "default"
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+const (
+	goodPod   = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","labels":{"team":"a"}},"spec":{"containers":[{"name":"c","image":"nginx:1.27"}]}}`
+	latestPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","labels":{"team":"a"}},"spec":{"containers":[{"name":"c","image":"nginx:latest"}]}}`
+	badPod    = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"containers":[{"name":"c","image":"nginx:1.27"}]}}`
+	goodNS    = `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a","labels":{"team":"a"}}}`
+	badNS     = `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"}}`
+)
+
+// check decodes an answer of the given version and runs the apiserver's own
+// verifier on it, as every real apiserver does.
+func check(t *testing.T, apiVersion string, uid types.UID, body []byte) *request.AdmissionResponse {
+	t.Helper()
+	var obj runtime.Object
+	if apiVersion == "admission.k8s.io/v1" {
+		r := &admissionv1.AdmissionReview{}
+		if err := json.Unmarshal(body, r); err != nil {
+			t.Fatal(err)
+		}
+		obj = r
+	} else {
+		r := &admissionv1beta1.AdmissionReview{}
+		if err := json.Unmarshal(body, r); err != nil {
+			t.Fatal(err)
+		}
+		obj = r
+	}
+	resp, err := request.VerifyAdmissionResponse(uid, false, obj)
+	if err != nil {
+		t.Fatalf("the apiserver would reject this answer: %v\n%s", err, body)
+	}
+	return resp
+}
+
+func TestHandler(t *testing.T) {
+	const v1, v1beta1 = "admission.k8s.io/v1", "admission.k8s.io/v1beta1"
+	tests := []struct {
+		name        string
+		method      string
+		path        string // defaults to /t/acme/validate
+		auth        string // defaults to "Bearer good"
+		contentType string // defaults to application/json
+		body        string
+		wantCode    int
+		wantInBody  string
+		// For 200 answers:
+		apiVersion      string
+		wantAllowed     bool
+		wantStatusCode  int32
+		wantWarnings    int
+		wantAnnotations map[string]string
+		wantRecorded    bool
+		wantVerdict     decisions.Verdict
+	}{
+		{name: "allowed v1", body: review(v1, "u1", "pods", "CREATE", goodPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true,
+			wantAnnotations: map[string]string{"require-team.team": "a"}, wantRecorded: true, wantVerdict: decisions.VerdictAllowed},
+		{name: "allowed v1beta1", body: review(v1beta1, "u2", "pods", "CREATE", goodPod, false), wantCode: 200, apiVersion: v1beta1, wantAllowed: true, wantRecorded: true, wantVerdict: decisions.VerdictAllowed},
+		{name: "denied v1", body: review(v1, "u3", "pods", "CREATE", badPod, false), wantCode: 200, apiVersion: v1, wantStatusCode: 422,
+			wantInBody: `ValidatingAdmissionPolicy 'require-team' with binding 'require-team' denied request: the team label is required`, wantRecorded: true, wantVerdict: decisions.VerdictDenied},
+		{name: "denied v1beta1", body: review(v1beta1, "u4", "pods", "CREATE", badPod, false), wantCode: 200, apiVersion: v1beta1, wantStatusCode: 422, wantRecorded: true, wantVerdict: decisions.VerdictDenied},
+		{name: "warn and audit", body: review(v1, "u5", "pods", "CREATE", latestPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true, wantWarnings: 1,
+			wantInBody: `Validation failed for ValidatingAdmissionPolicy 'no-latest' with binding 'no-latest-warn': do not use :latest`,
+			wantAnnotations: map[string]string{"require-team.team": "a", "validation_failure": ""}, wantRecorded: true, wantVerdict: decisions.VerdictWarned},
+		{name: "GET", method: http.MethodGet, wantCode: 405, wantInBody: "send the AdmissionReview with POST"},
+		{name: "no credential", auth: "-", body: review(v1, "u", "pods", "CREATE", goodPod, false), wantCode: 401, wantInBody: "unauthenticated"},
+		{name: "another tenant's credential", auth: "Bearer other-tenant", body: review(v1, "u", "pods", "CREATE", goodPod, false), wantCode: 403, wantInBody: "forbidden"},
+		{name: "wrong content type", contentType: "text/plain", body: review(v1, "u", "pods", "CREATE", goodPod, false), wantCode: 415, wantInBody: `Content-Type \"text/plain\" is not supported`, wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+		{name: "json with charset", contentType: "application/json; charset=utf-8", body: review(v1, "u6", "pods", "CREATE", goodPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true, wantRecorded: true, wantVerdict: decisions.VerdictAllowed},
+		{name: "too large", body: `{"apiVersion":"admission.k8s.io/v1","pad":"` + strings.Repeat("x", 9<<20) + `"}`, wantCode: 413, wantInBody: "larger than 8388608 bytes", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+		{name: "malformed JSON", body: `{"apiVersion":`, wantCode: 400, wantInBody: "not a valid AdmissionReview JSON", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+		{name: "missing request", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, wantCode: 400, wantInBody: "has no request", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+		{name: "missing uid", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}`, wantCode: 400, wantInBody: "request.uid is missing", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+		{name: "unknown version", body: `{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"u"}}`, wantCode: 400, wantInBody: `unsupported AdmissionReview apiVersion \"admission.k8s.io/v2\"`, wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			method, path, ct := tt.method, tt.path, tt.contentType
+			if method == "" {
+				method = http.MethodPost
+			}
+			if path == "" {
+				path = "/t/acme/validate?timeout=10s"
+			}
+			if ct == "" {
+				ct = "application/json"
+			}
+			req := httptest.NewRequest(method, path, strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", ct)
+			switch tt.auth {
+			case "":
+				req.Header.Set("Authorization", "Bearer good")
+			case "-":
+			default:
+				req.Header.Set("Authorization", tt.auth)
+			}
+			rec := httptest.NewRecorder()
+			f.h.ServeHTTP(rec, req)
+			body := rec.Body.Bytes()
+			if rec.Code != tt.wantCode {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantCode, body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type %q", ct)
+			}
+			if tt.wantInBody != "" && !bytes.Contains(body, []byte(tt.wantInBody)) {
+				t.Fatalf("body lacks %q:\n%s", tt.wantInBody, body)
+			}
+			if rec.Code == 200 {
+				var uid struct {
+					Request struct{ UID types.UID }
+				}
+				_ = json.Unmarshal([]byte(tt.body), &uid)
+				resp := check(t, tt.apiVersion, uid.Request.UID, body)
+				if resp.Allowed != tt.wantAllowed || len(resp.Warnings) != tt.wantWarnings {
+					t.Fatalf("allowed=%v warnings=%q", resp.Allowed, resp.Warnings)
+				}
+				if !bytes.Contains(body, []byte(`"apiVersion":"`+tt.apiVersion+`"`)) {
+					t.Fatalf("answer not in %s: %s", tt.apiVersion, body)
+				}
+				if !tt.wantAllowed && (resp.Result == nil || resp.Result.Code != tt.wantStatusCode) {
+					t.Fatalf("status = %+v, want code %d", resp.Result, tt.wantStatusCode)
+				}
+				for k, v := range tt.wantAnnotations {
+					got, ok := resp.AuditAnnotations[k]
+					if !ok || (v != "" && got != v) {
+						t.Fatalf("audit annotation %q = %q (present %v), want %q; all: %v", k, got, ok, v, resp.AuditAnnotations)
+					}
+				}
+			} else {
+				var st struct{ Kind, Message string }
+				if err := json.Unmarshal(body, &st); err != nil || st.Kind != "Status" || st.Message == "" {
+					t.Fatalf("error body is not a Status with a message: %s", body)
+				}
+			}
+			if got := len(f.recorded); (got == 1) != tt.wantRecorded || got > 1 {
+				t.Fatalf("%d decisions recorded", got)
+			}
+			if tt.wantRecorded {
+				d := f.recorded[0]
+				if d.Verdict != tt.wantVerdict || d.HTTPStatus != tt.wantCode || d.TenantName != "acme" || d.ClusterName != "prod" || d.Instance != "test-0" || d.ID == "" {
+					t.Fatalf("decision %+v", d)
+				}
+				if rec.Code == 200 && (d.SnapshotVersion != 42 || d.UserName != "alice" || d.Resource != "pods") {
+					t.Fatalf("decision %+v", d)
+				}
+			}
+		})
+	}
+}
+
+func TestAuditAnnotationsKeepOriginalKeysInDecision(t *testing.T) {
+	f := newFixture(t)
+	req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", latestPod, false)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer good")
+	f.h.ServeHTTP(httptest.NewRecorder(), req)
+	keys := map[string]bool{}
+	for _, a := range f.recorded[0].AuditAnnotations {
+		keys[a.Key] = true
+	}
+	if !keys["require-team/team"] || !keys["validation.policy.admission.k8s.io/validation_failure"] {
+		t.Fatalf("decision keys %v, want the plugin's", keys)
+	}
+}
+
+func TestNamespaceLearning(t *testing.T) {
+	tests := []struct {
+		name           string
+		op, object     string
+		dryRun         bool
+		wantLearned    int
+		wantTerminated int
+	}{
+		{"allowed create", "CREATE", goodNS, false, 1, 0},
+		{"allowed update", "UPDATE", goodNS, false, 1, 0},
+		{"denied update never changes the inventory", "UPDATE", badNS, false, 0, 0},
+		{"dry run never changes the inventory", "CREATE", goodNS, true, 0, 0},
+		{"delete marks terminating", "DELETE", `null`, false, 0, 1},
+		{"dry-run delete", "DELETE", `null`, true, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "namespaces", tt.op, tt.object, tt.dryRun)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer good")
+			rec := httptest.NewRecorder()
+			f.h.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				t.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+			if len(f.learned) != tt.wantLearned || len(f.terminated) != tt.wantTerminated {
+				t.Fatalf("learned %v terminated %v", f.learned, f.terminated)
+			}
+			if tt.wantLearned == 1 && f.learned[0] != "team-a" {
+				t.Fatalf("learned %v", f.learned)
+			}
+			if f.recorded[0].DryRun != tt.dryRun {
+				t.Fatal("decision does not flag the dry run")
+			}
+		})
+	}
+}
+
+func TestColdAndUnreachableAnswers503(t *testing.T) {
+	f := newFixture(t)
+	f.h.Snapshot = func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error) {
+		return nil, &policystore.Error{Code: policystore.EUNAVAILABLE, Message: "down", Err: errors.New("connection refused")}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer good")
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "failurePolicy") || strings.Contains(rec.Body.String(), "connection refused") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if got := testutil.ToFloat64(f.h.Metrics.ColdUnavailable()); got != 1 {
+		t.Fatalf("cold-unavailable metric = %v", got)
+	}
+	if len(f.recorded) != 1 || f.recorded[0].Verdict != decisions.VerdictError {
+		t.Fatalf("decisions %+v", f.recorded)
+	}
+}
+
+func TestPanicIsRecovered(t *testing.T) {
+	f := newFixture(t)
+	calls := 0
+	f.h.Snapshot = func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error) {
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return &policystore.Snapshot{TenantID: 7, Version: 1, Compiled: compile(t)}, nil
+	}
+	do := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer good")
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := do(); rec.Code != 500 || !strings.Contains(rec.Body.String(), "internal error") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if got := testutil.ToFloat64(f.h.Metrics.Panics()); got != 1 {
+		t.Fatalf("panics metric = %v", got)
+	}
+	if rec := do(); rec.Code != 200 {
+		t.Fatalf("the next request: %d %s", rec.Code, rec.Body)
+	}
+	if len(f.recorded) != 2 || f.recorded[0].HTTPStatus != 500 {
+		t.Fatalf("decisions %+v", f.recorded)
+	}
+}
+
+// When the apiserver's timeout leaves no time to evaluate, each binding
+// follows its failurePolicy: require-team (Fail) denies, and the decision
+// says it timed out.
+func TestDeadlineAppliesFailurePolicy(t *testing.T) {
+	f := newFixture(t)
+	req := httptest.NewRequest(http.MethodPost, "/t/acme/validate?timeout=1ms", strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer good")
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	resp := check(t, "admission.k8s.io/v1", "u", rec.Body.Bytes())
+	if resp.Allowed {
+		t.Fatalf("allowed after the deadline passed: %s", rec.Body)
+	}
+	d := f.recorded[0]
+	if !d.TimedOut || d.Verdict != decisions.VerdictDenied {
+		t.Fatalf("decision %+v", d)
+	}
+}
