@@ -242,7 +242,7 @@ func TestHandler(t *testing.T) {
 			wantInBody: `ValidatingAdmissionPolicy 'require-team' with binding 'require-team' denied request: the team label is required`, wantRecorded: true, wantVerdict: decisions.VerdictDenied},
 		{name: "denied v1beta1", body: review(v1beta1, "u4", "pods", "CREATE", badPod, false), wantCode: 200, apiVersion: v1beta1, wantStatusCode: 422, wantRecorded: true, wantVerdict: decisions.VerdictDenied},
 		{name: "warn and audit", body: review(v1, "u5", "pods", "CREATE", latestPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true, wantWarnings: 1,
-			wantInBody: `Validation failed for ValidatingAdmissionPolicy 'no-latest' with binding 'no-latest-warn': do not use :latest`,
+			wantInBody:      `Validation failed for ValidatingAdmissionPolicy 'no-latest' with binding 'no-latest-warn': do not use :latest`,
 			wantAnnotations: map[string]string{"require-team.team": "a", "validation_failure": ""}, wantRecorded: true, wantVerdict: decisions.VerdictWarned},
 		{name: "GET", method: http.MethodGet, wantCode: 405, wantInBody: "send the AdmissionReview with POST"},
 		{name: "no credential", auth: "-", body: review(v1, "u", "pods", "CREATE", goodPod, false), wantCode: 401, wantInBody: "unauthenticated"},
