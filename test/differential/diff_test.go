@@ -61,7 +61,7 @@ func TestDifferential(t *testing.T) {
 	bg := gen{rand.New(rand.NewPCG(1, 2))}
 	bw := budgetWorld()
 	var breqs []*request
-	for len(breqs) < 2 {
+	for len(breqs) < 1 {
 		r := bg.request(bw)
 		if r.evalReq.Operation == "CREATE" && r.evalReq.RequestResource == podGVR {
 			breqs = append(breqs, r)

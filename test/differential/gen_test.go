@@ -28,7 +28,7 @@ import (
 // cost limits.
 type gen struct{ r *rand.Rand }
 
-func (g gen) pick(n int) int    { return g.r.IntN(n) }
+func (g gen) pick(n int) int        { return g.r.IntN(n) }
 func (g gen) chance(p float64) bool { return g.r.Float64() < p }
 
 func pickOne[T any](g gen, xs []T) T { return xs[g.pick(len(xs))] }
@@ -323,7 +323,7 @@ func validationPool(pc paramChoice) []string {
 // costlyPerCall exceeds the 1e6 per-expression cost limit.
 var costlyPerCall = func() string {
 	var xs []string
-	for i := range 120 {
+	for i := range 101 {
 		xs = append(xs, fmt.Sprint(i))
 	}
 	l := "[" + strings.Join(xs, ",") + "]"
@@ -359,7 +359,7 @@ func (g gen) validations(pc paramChoice) []admissionregistrationv1.Validation {
 	var out []admissionregistrationv1.Validation
 	for range n {
 		v := admissionregistrationv1.Validation{Expression: pickOne(g, pool)}
-		if v.Expression == costlyPerCall && g.chance(0.7) {
+		if v.Expression == costlyPerCall && g.chance(0.85) {
 			v.Expression = "true"
 		}
 		if g.chance(0.4) {

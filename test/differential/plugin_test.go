@@ -105,8 +105,8 @@ func newAPIServerPlugin(tb testing.TB, w *world) *apiserverPlugin {
 		tb.Fatal(err)
 	}
 	dynClient := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
-		limitsGVR:        "LimitsList",
-		clusterLimitsGVR: "ClusterLimitsList",
+		limitsGVR:                               "LimitsList",
+		clusterLimitsGVR:                        "ClusterLimitsList",
 		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 	})
 	for _, o := range dynObjs {
@@ -195,19 +195,27 @@ func (a *apiserverPlugin) validate(r *request) outcome {
 		annotations: map[string]string{},
 	}
 	rec := &warningRecorder{}
-	ctx := warning.WithWarningRecorder(context.Background(), rec)
-	err := a.plugin.Validate(ctx, attrs, admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme))
+	err := a.plugin.Validate(contextWithWarnings(rec), attrs, objectInterfaces)
 	out := outcome{allowed: err == nil, warnings: rec.warnings, annotations: attrs.annotations}
 	if err != nil {
-		var se *apierrors.StatusError
-		if errors.As(err, &se) {
-			st := se.ErrStatus
-			out.status = &st
-		} else {
+		if out.status = statusOf(err); out.status == nil {
 			out.otherErr = err.Error()
 		}
 	}
 	return out
+}
+
+func contextWithWarnings(rec *warningRecorder) context.Context {
+	return warning.WithWarningRecorder(context.Background(), rec)
+}
+
+func statusOf(err error) *metav1.Status {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		st := se.ErrStatus
+		return &st
+	}
+	return nil
 }
 
 func evaluatorOutcome(res *evaluator.Result) outcome {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Benchmarks of internal/evaluator on one pinned core:
+#   - compile time of the 10 baseline policies and heap per compiled policy;
+#   - evaluation time of the realistic Pod as the tenant grows to 1, 10, 100
+#     and 1000 policies (only the baseline ones match);
+#   - the evaluator against the apiserver's own ValidatingAdmissionPolicy
+#     plugin on the same Pod, in the same binary, rounds alternating, and the
+#     ratio of their medians.
+# ROUNDS (default 6) sets the number of alternating rounds; CPU (default 1)
+# the core.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS="${ROUNDS:-6}"
+CPU="${CPU:-1}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+pin() {
+	if command -v taskset >/dev/null 2>&1; then
+		GOMAXPROCS=1 taskset -c "$CPU" "$@"
+	else
+		echo "taskset not found; running unpinned" >&2
+		GOMAXPROCS=1 "$@"
+	fi
+}
+
+go test -c -o "$tmp/evaluator.test" ./internal/evaluator
+(cd test/differential && go test -c -o "$tmp/differential.test" .)
+
+echo "== evaluator: compile, heap per policy, evaluation by tenant size"
+(cd internal/evaluator && pin "$tmp/evaluator.test" -test.run '^$' -test.bench 'CompileBaseline|ValidateBaseline' \
+	-test.benchmem -test.count "$ROUNDS" -test.benchtime 1s) | tee "$tmp/evaluator.txt" | grep -E '^Benchmark'
+
+echo "== evaluator vs apiserver plugin, realistic Pod, $ROUNDS alternating rounds"
+: >"$tmp/diff.txt"
+for _ in $(seq "$ROUNDS"); do
+	for b in BenchmarkBaselinePlugin BenchmarkBaselineEvaluator; do
+		(cd test/differential && pin "$tmp/differential.test" -test.run '^$' -test.bench "^$b\$" -test.benchmem -test.benchtime 2s 2>/dev/null) |
+			grep -E '^Benchmark' | tee -a "$tmp/diff.txt"
+	done
+done
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+plugin="$(grep '^BenchmarkBaselinePlugin' "$tmp/diff.txt" | awk '{print $3}' | median)"
+eval="$(grep '^BenchmarkBaselineEvaluator' "$tmp/diff.txt" | awk '{print $3}' | median)"
+pa="$(grep '^BenchmarkBaselinePlugin' "$tmp/diff.txt" | awk '{print $7}' | median)"
+ea="$(grep '^BenchmarkBaselineEvaluator' "$tmp/diff.txt" | awk '{print $7}' | median)"
+awk -v p="$plugin" -v e="$eval" -v pa="$pa" -v ea="$ea" 'BEGIN {
+	printf "median plugin    %10.0f ns/op %6.0f allocs/op\n", p, pa
+	printf "median evaluator %10.0f ns/op %6.0f allocs/op\n", e, ea
+	printf "ratio plugin/evaluator: %.2fx\n", p / e
+}'
