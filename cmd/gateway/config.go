@@ -35,6 +35,13 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	LogLevel        string
 	MaxHeaderBytes  int
+
+	// Policy snapshot cache (internal/policystore): bounds in tenants and
+	// approximate heap bytes, and the resync period that heals lost
+	// notifications (at most 30 s).
+	PolicyCacheTenants int
+	PolicyCacheBytes   int64
+	PolicyResync       time.Duration
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
@@ -56,6 +63,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block accepted")
+	fs.IntVar(&c.PolicyCacheTenants, "policy-cache-tenants", 10_000, "most tenants whose compiled policies are kept in memory (least recently used are evicted)")
+	fs.Int64Var(&c.PolicyCacheBytes, "policy-cache-bytes", 4<<30, "approximate heap bound of the compiled policy cache, in bytes")
+	fs.DurationVar(&c.PolicyResync, "policy-resync", 10*time.Second, "how often cached policy versions are checked against the database (at most 30s)")
 	if err := envflag.Parse(fs, EnvPrefix, args, getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, usageError{fs}

@@ -27,6 +27,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/ops"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tlsutil"
 )
@@ -85,6 +86,13 @@ type Main struct {
 	ClientCA *tenancy.ClientCA
 	Tenancy  *tenancy.Store
 	Auth     *tenancy.Authenticator
+
+	// Policies stores policy objects; PolicyCache serves compiled tenant
+	// snapshots to the webhook; Namespaces serves each cluster's namespace
+	// inventory from memory.
+	Policies    *policystore.Store
+	PolicyCache *policystore.Cache
+	Namespaces  *policystore.NamespaceCache
 
 	webhookLn, adminLn, metricsLn    net.Listener
 	webhookSrv, adminSrv, metricsSrv *http.Server
@@ -174,6 +182,9 @@ func (m *Main) Run(ctx context.Context) error {
 
 	// Components are wired here: they subscribe to m.Listener before it runs
 	// and add routes to the muxes before the listeners serve.
+	if err := m.setupPolicies(bg); err != nil {
+		return err
+	}
 	adminAPI := &api.Server{Tokens: adminauth.NewStore(m.Pool), Logger: m.Logger}
 	m.AdminMux.Handle("/", adminAPI.Handler())
 
@@ -194,6 +205,35 @@ func (m *Main) Run(ctx context.Context) error {
 
 	m.Logger.Info("gateway serving",
 		"webhook", m.WebhookURL(), "admin", m.AdminURL(), "metrics", m.MetricsURL(), "ca_file", m.CAFile)
+	return nil
+}
+
+// setupPolicies wires the policy store, its snapshot cache (one warm-up
+// attempt before serving, retried by Run; /readyz waits for it) and the
+// namespace inventory.
+func (m *Main) setupPolicies(bg context.Context) error {
+	m.Policies = policystore.New(m.Pool)
+	var err error
+	m.PolicyCache, err = policystore.NewCache(m.Policies, policystore.CacheConfig{
+		MaxTenants: m.Config.PolicyCacheTenants, MaxBytes: m.Config.PolicyCacheBytes,
+		ResyncInterval: m.Config.PolicyResync, Logger: m.Logger, Registry: m.Registry})
+	if err != nil {
+		return fmt.Errorf("policy cache: %w", err)
+	}
+	m.PolicyCache.Subscribe(m.Listener)
+	if err := m.PolicyCache.WarmUp(bg); err != nil {
+		m.Logger.Warn("policy cache not warmed up yet", "error", err)
+	}
+	m.Namespaces, err = policystore.NewNamespaceCache(m.Policies, policystore.NamespaceConfig{
+		Logger: m.Logger, Registry: m.Registry})
+	if err != nil {
+		return fmt.Errorf("namespace inventory: %w", err)
+	}
+	m.Namespaces.Subscribe(m.Listener)
+	m.Health.AddReadyCheck("policies", func(context.Context) error { return m.PolicyCache.Ready() })
+	m.wg.Add(2)
+	go func() { defer m.wg.Done(); _ = m.PolicyCache.Run(bg) }()
+	go func() { defer m.wg.Done(); _ = m.Namespaces.Run(bg) }()
 	return nil
 }
 

@@ -327,6 +327,16 @@ func (c *Cache) refreshTenant(tenantID int64) {
 	}
 }
 
+// WarmUp loads the recently served tenants once. Main calls it before
+// serving, so that a replica is ready at once; if it fails, Run retries.
+func (c *Cache) WarmUp(ctx context.Context) error {
+	if err := c.warm(ctx); err != nil {
+		return err
+	}
+	c.warmed.Store(true)
+	return nil
+}
+
 // warm loads the recently served tenants.
 func (c *Cache) warm(ctx context.Context) error {
 	qctx, cancel := context.WithTimeout(ctx, c.cfg.LoadTimeout)
