@@ -31,9 +31,11 @@ func RequestFromAdmission(r *admissionv1.AdmissionRequest) (*Request, error) {
 		UserInfo:           r.UserInfo,
 		Options:            r.Options,
 	}
+	req.RequestKind = req.Kind
 	if r.RequestKind != nil {
 		req.RequestKind = schema.GroupVersionKind{Group: r.RequestKind.Group, Version: r.RequestKind.Version, Kind: r.RequestKind.Kind}
 	}
+	req.RequestResource = req.Resource
 	if r.RequestResource != nil {
 		req.RequestResource = schema.GroupVersionResource{Group: r.RequestResource.Group, Version: r.RequestResource.Version, Resource: r.RequestResource.Resource}
 	} else {

@@ -1,0 +1,69 @@
+package evaluator
+
+import (
+	"context"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// FuzzCompileAndValidate compiles random expressions into every expression
+// field of a policy and evaluates them against random objects. It must
+// never panic, and the result must be consistent.
+func FuzzCompileAndValidate(f *testing.F) {
+	seeds := []struct{ expr, obj string }{
+		{"true", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"}}`},
+		{"object.metadata.name == 'web'", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","labels":{"app":"x"}}}`},
+		{"object.spec.containers.all(c, c.image.startsWith('r/'))", `{"spec":{"containers":[{"image":"r/a"},{"image":3}]}}`},
+		{"variables.v", `{}`},
+		{"params.data.x == '1'", `{"metadata":{}}`},
+		{"namespaceObject.metadata.labels['a'] == 'b'", `{"metadata":{"namespace":"n"}}`},
+		{"authorizer.group('').resource('pods').check('get').allowed()", `{}`},
+		{"'a' + 1", `null`},
+		{"[1,2,3].map(x, x * 2).exists(y, y > 5)", `[]`},
+		{"quantity(object.q).isGreaterThan(quantity('1'))", `{"q":"2Gi"}`},
+		{"object.?a.?b.orValue(1) > 0", `{"a":{"b":-1}}`},
+		{"string(object.n) + 'x'", `{"n":1e400}`},
+		{"size(object.s) > 2 && object.s.matches('^[a-z]+$')", `{"s":"abc\u0000"}`},
+		{"1 +", `{`},
+		{"dyn(1)", `{"metadata":{"labels":{"a":1}}}`},
+		{"null", `{"metadata":{"name":""}}`},
+		{"request.userInfo.username", `{}`},
+	}
+	for _, s := range seeds {
+		f.Add(s.expr, s.obj)
+	}
+	f.Fuzz(func(t *testing.T, expr, obj string) {
+		var object map[string]any
+		if o, err := DecodeObject([]byte(obj)); err == nil {
+			object = o
+		}
+		p := policy("p",
+			variable("v", expr),
+			matchCondition("m", "!("+expr+") || true"),
+			validation(expr),
+			validationFull("variables.v == true", expr, expr, ""),
+			auditAnnotation("a", expr),
+			paramKind("v1", "ConfigMap"),
+			rules(rule([]string{"*"}, []string{"*"}, []string{"*"}, []string{"*"})),
+		)
+		ns := "n"
+		if object == nil {
+			ns = ""
+		}
+		s := Compile(Objects{
+			Policies: pols(p),
+			Bindings: binds(binding("b", "p", actions(admissionregistrationv1.Deny, admissionregistrationv1.Audit), paramRefName("", "cm", allow)),
+				binding("w", "p", actions(admissionregistrationv1.Warn))),
+			Params: []*unstructured.Unstructured{configMap("n", "cm", nil, map[string]any{"x": "1"})},
+		}, CompileOptions{Mode: NewExpressions})
+		_ = s.CompileErrors()
+		req := podRequest("CREATE", withObject(object), withOldObject(object))
+		req.Namespace = ns
+		res := s.Validate(context.Background(), req, NamespaceMap{"n": namespaceObj("n", map[string]string{"a": "b"})}, WithTrace())
+		if res.Allowed != (res.Status == nil) || res.Allowed != (len(res.Denials) == 0) {
+			t.Fatalf("inconsistent result: %+v", res)
+		}
+	})
+}
