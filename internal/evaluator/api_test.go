@@ -302,7 +302,9 @@ func TestBaselineViolations(t *testing.T) {
 			msg("baseline-no-latest-tag", "images must have a tag other than latest, or a digest")},
 		{"untagged", mutate(func(s, _ map[string]any) { c0(s)["image"] = "registry.example.com/shop/api" }), metav1.StatusReasonInvalid,
 			msg("baseline-no-latest-tag", "images must have a tag other than latest, or a digest")},
-		{"limits", mutate(func(s, _ map[string]any) { delete(c0(s)["resources"].(map[string]any)["limits"].(map[string]any), "memory") }), metav1.StatusReasonInvalid,
+		{"limits", mutate(func(s, _ map[string]any) {
+			delete(c0(s)["resources"].(map[string]any)["limits"].(map[string]any), "memory")
+		}), metav1.StatusReasonInvalid,
 			msg("baseline-resource-limits", "containers without cpu and memory limits: api")},
 		{"rootfs", mutate(func(s, _ map[string]any) { c0(s)["securityContext"].(map[string]any)["readOnlyRootFilesystem"] = false }), metav1.StatusReasonInvalid,
 			msg("baseline-read-only-root-filesystem", "containers must set readOnlyRootFilesystem: true")},

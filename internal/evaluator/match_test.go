@@ -167,8 +167,11 @@ func TestMatchRules(t *testing.T) {
 			want:     want{allowed: true, outcomes: outs(pass)},
 		},
 		{
-			name:     "Exact matchPolicy ignores the converted resource",
-			policies: pols(policy("p", validation("false"), rules(rule([]string{"*"}, []string{"apps"}, []string{"v1beta1"}, []string{"deployments"})), constraints(func(m *admissionregistrationv1.MatchResources) { e := admissionregistrationv1.Exact; m.MatchPolicy = &e }))),
+			name: "Exact matchPolicy ignores the converted resource",
+			policies: pols(policy("p", validation("false"), rules(rule([]string{"*"}, []string{"apps"}, []string{"v1beta1"}, []string{"deployments"})), constraints(func(m *admissionregistrationv1.MatchResources) {
+				e := admissionregistrationv1.Exact
+				m.MatchPolicy = &e
+			}))),
 			bindings: binds(binding("b", "p")),
 			req:      convertedDeployment(),
 			want:     podNotDenied,
