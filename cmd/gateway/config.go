@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -42,6 +43,9 @@ type Config struct {
 	PolicyCacheTenants int
 	PolicyCacheBytes   int64
 	PolicyResync       time.Duration
+	MaxRequestBytes    int64
+	MetricsTenantLabel bool
+	Instance           string
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
@@ -63,6 +67,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block accepted")
+	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", 8<<20, "largest AdmissionReview body accepted (larger ones get 413)")
+	fs.BoolVar(&c.MetricsTenantLabel, "metrics-tenant-label", true, "label metrics by tenant (switch off for very large fleets)")
+	fs.StringVar(&c.Instance, "instance", defaultInstance(), "name of this replica in decisions and logs (default: the host name)")
 	fs.IntVar(&c.PolicyCacheTenants, "policy-cache-tenants", 10_000, "most tenants whose compiled policies are kept in memory (least recently used are evicted)")
 	fs.Int64Var(&c.PolicyCacheBytes, "policy-cache-bytes", 4<<30, "approximate heap bound of the compiled policy cache, in bytes")
 	fs.DurationVar(&c.PolicyResync, "policy-resync", 10*time.Second, "how often cached policy versions are checked against the database (at most 30s)")
@@ -113,6 +120,8 @@ func (c Config) Validate() error {
 		return errors.New("--shutdown-timeout must be positive")
 	case c.StateDir == "":
 		return errors.New("--state-dir must not be empty")
+	case c.MaxRequestBytes < 1024:
+		return errors.New("--max-request-bytes must be at least 1024")
 	case c.MaxHeaderBytes < 4096:
 		return errors.New("--max-header-bytes must be at least 4096")
 	}
@@ -121,4 +130,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return nil
+}
+
+func defaultInstance() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "gateway"
+	}
+	return h
 }

@@ -25,11 +25,14 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/api"
 	"github.com/portcullis-dev/portcullis/internal/database"
+	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/ops"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tlsutil"
+	"github.com/portcullis-dev/portcullis/internal/webhook"
 )
 
 func main() {
@@ -90,7 +93,10 @@ type Main struct {
 	// Policies stores policy objects; PolicyCache serves compiled tenant
 	// snapshots to the webhook; Namespaces serves each cluster's namespace
 	// inventory from memory.
-	Policies    *policystore.Store
+	Policies *policystore.Store
+	// Recorder receives one decision per webhook request; set it before Run
+	// to capture them (tests), else they are logged.
+	Recorder    decisions.Recorder
 	PolicyCache *policystore.Cache
 	Namespaces  *policystore.NamespaceCache
 
@@ -185,6 +191,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.setupPolicies(bg); err != nil {
 		return err
 	}
+	m.setupWebhook()
 	adminAPI := &api.Server{Tokens: adminauth.NewStore(m.Pool), Logger: m.Logger}
 	m.AdminMux.Handle("/", adminAPI.Handler())
 
@@ -206,6 +213,35 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Logger.Info("gateway serving",
 		"webhook", m.WebhookURL(), "admin", m.AdminURL(), "metrics", m.MetricsURL(), "ca_file", m.CAFile)
 	return nil
+}
+
+// setupWebhook routes the validate endpoint. Any method reaches the handler,
+// which answers 405 with a JSON Status for anything but POST.
+func (m *Main) setupWebhook() {
+	h := &webhook.Handler{
+		Authenticate: m.Auth.Authenticate,
+		Snapshot:     m.PolicyCache.Snapshot,
+		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
+			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
+		},
+		Learn:            m.Namespaces.Learn,
+		LearnTerminating: m.Namespaces.LearnTerminating,
+		Recorder:         m.recorder(),
+		Metrics:          webhook.NewMetrics(m.Registry, m.Config.MetricsTenantLabel),
+		Logger:           m.Logger,
+		Instance:         m.Config.Instance,
+		MaxRequestBytes:  m.Config.MaxRequestBytes,
+	}
+	m.WebhookMux.Handle("/t/{tenant}/validate", h)
+}
+
+// recorder is where decisions go: Main.Recorder when a test set one, else
+// the log.
+func (m *Main) recorder() decisions.Recorder {
+	if m.Recorder != nil {
+		return m.Recorder
+	}
+	return decisions.LogRecorder{Logger: m.Logger}
 }
 
 // setupPolicies wires the policy store, its snapshot cache (one warm-up

@@ -23,12 +23,18 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // testConfig is a development configuration on loopback :0 addresses.
+// It starts from the flag defaults, so new settings get their defaults here.
 func testConfig(t *testing.T, dbURL string) Config {
-	return Config{
-		WebhookAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
-		Dev: true, StateDir: t.TempDir(), DatabaseURL: dbURL,
-		ShutdownTimeout: 5 * time.Second, LogLevel: "warn", MaxHeaderBytes: 64 << 10,
+	t.Helper()
+	cfg, err := ParseConfig([]string{
+		"--webhook-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+		"--dev", "--state-dir", t.TempDir(), "--database-url", dbURL,
+		"--shutdown-timeout", "5s", "--log-level", "warn", "--instance", "test",
+	}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
 	}
+	return cfg
 }
 
 // startMain runs a gateway until the test ends.

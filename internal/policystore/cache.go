@@ -93,8 +93,12 @@ type Cache struct {
 	group singleflight.Group
 
 	installMu sync.Mutex
-	kick      chan struct{}
-	refresh   chan int64
+	// latest is the newest version each tenant was notified at. A load that
+	// began before a write can finish after its notification; comparing
+	// with latest catches that instead of waiting for the resync.
+	latest  sync.Map // int64 tenant -> int64 version
+	kick    chan struct{}
+	refresh chan int64
 
 	reached      atomic.Bool  // the database answered at least once
 	warmed       atomic.Bool  // start-up warm-up finished
@@ -215,7 +219,34 @@ func (c *Cache) install(s *Snapshot) *Snapshot {
 	for c.bytes.Load() > c.cfg.MaxBytes && c.lru.Len() > 1 {
 		c.lru.RemoveOldest()
 	}
+	if c.behind(s.TenantID, s.Version) {
+		c.queueRefresh(s.TenantID)
+	}
 	return s
+}
+
+// noteVersion records that tenantID reached version.
+func (c *Cache) noteVersion(tenantID, version int64) {
+	for {
+		cur, loaded := c.latest.LoadOrStore(tenantID, version)
+		if !loaded || cur.(int64) >= version || c.latest.CompareAndSwap(tenantID, cur, version) {
+			return
+		}
+	}
+}
+
+// behind reports whether a newer version than version was notified.
+func (c *Cache) behind(tenantID, version int64) bool {
+	cur, ok := c.latest.Load(tenantID)
+	return ok && cur.(int64) > version
+}
+
+func (c *Cache) queueRefresh(tenantID int64) {
+	select {
+	case c.refresh <- tenantID:
+	default:
+		c.Resync() // the queue is full: let the resync find it
+	}
 }
 
 // Subscribe registers the cache with the process's notification listener:
@@ -233,12 +264,9 @@ func (c *Cache) notified(payload string) {
 	if !ok || err1 != nil || err2 != nil {
 		return
 	}
+	c.noteVersion(tenantID, version)
 	if s, ok := c.lru.Peek(tenantID); ok && s.Version < version {
-		select {
-		case c.refresh <- tenantID:
-		default:
-			c.Resync() // the queue is full: let the resync find it
-		}
+		c.queueRefresh(tenantID)
 	}
 }
 
@@ -321,10 +349,18 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 func (c *Cache) refreshTenant(tenantID int64) {
-	_, err, _ := c.group.Do(strconv.FormatInt(tenantID, 10), func() (any, error) { return c.load(tenantID) })
-	if err != nil {
-		c.Resync() // retried with backoff by Run
+	// Do may join a load that started before the write; go again then.
+	for range 3 {
+		v, err, _ := c.group.Do(strconv.FormatInt(tenantID, 10), func() (any, error) { return c.load(tenantID) })
+		if err != nil {
+			c.Resync() // retried with backoff by Run
+			return
+		}
+		if !c.behind(tenantID, v.(*Snapshot).Version) {
+			return
+		}
 	}
+	c.Resync()
 }
 
 // WarmUp loads the recently served tenants once. Main calls it before
