@@ -53,15 +53,58 @@ type frame struct {
 	act             activation
 	compositionCost int64
 	trace           *[]ExpressionTrace
+
+	cache  map[varKey]varResult
+	policy int
+	param  *param
+}
+
+// varKey identifies a variable's value within one request: the inputs it
+// can read (request and namespace values differ between frames) and, for
+// variables that read params, the policy and param.
+type varKey struct {
+	share    string
+	policy   int
+	variable int
+	param    *param
+	request  ref.Val
+	ns       ref.Val
+}
+
+type varResult struct {
+	val  ref.Val
+	cost int64
 }
 
 func (f *frame) bindVariables(vars []compiledVariable) {
 	m := lazy.NewMapValue(variablesType)
 	for i := range vars {
 		v := &vars[i]
-		m.Append(v.name, func(*lazy.MapValue) ref.Val { return f.evalVariable(v) })
+		i := i
+		m.Append(v.name, func(*lazy.MapValue) ref.Val { return f.variable(v, i) })
 	}
 	f.act.variables = m
+}
+
+// variable evaluates a variable once per request where that is
+// indistinguishable from evaluating it in every frame: same value, same
+// cost charged to the expression that first reads it in this frame.
+func (f *frame) variable(v *compiledVariable, i int) ref.Val {
+	if !v.cacheable || f.cache == nil {
+		return f.evalVariable(v)
+	}
+	key := varKey{share: v.shareKey, policy: -1, variable: -1, request: f.act.request.(ref.Val), ns: f.act.namespace.(ref.Val)}
+	if v.shareKey == "" {
+		key.policy, key.variable, key.param = f.policy, i, f.param
+	}
+	if r, ok := f.cache[key]; ok {
+		f.compositionCost += r.cost
+		return r.val
+	}
+	before := f.compositionCost
+	val := f.evalVariable(v)
+	f.cache[key] = varResult{val: val, cost: f.compositionCost - before}
+	return val
 }
 
 // evalVariable mirrors variableAccessor.Callback.

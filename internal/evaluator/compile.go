@@ -56,6 +56,14 @@ type compiledExpr struct {
 type compiledVariable struct {
 	name string
 	expr compiledExpr
+	// cacheable variables do not read other variables, so their value and
+	// cost depend only on the activation's inputs: a request can evaluate
+	// them once and charge the recorded cost wherever the plugin would
+	// evaluate them again.
+	cacheable bool
+	// shareKey is set for cacheable variables that do not read params
+	// either; they are shared across policies.
+	shareKey string
 }
 
 type compiledValidation struct {
@@ -100,6 +108,10 @@ type compiledPolicy struct {
 	matchConditions []compiledMatchCondition
 	validations     []compiledValidation
 	audits          []compiledAudit
+
+	// Expression lists in the order the plugin evaluates them; nil
+	// entries are placeholders for validations without messageExpression.
+	matchExprs, validationExprs, messageExprs, auditExprs []*compiledExpr
 
 	// needsNamespace is true when some expression uses namespaceObject for
 	// more than metadata.name.
@@ -327,6 +339,13 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 		seen[v.Name] = len(cp.variables)
 		cp.variables = append(cp.variables, compiledVariable{name: v.Name, expr: ce})
 	}
+	for i := range cp.variables {
+		v := &cp.variables[i]
+		v.cacheable = !strings.Contains(v.expr.text, "variables")
+		if v.cacheable && !strings.Contains(v.expr.text, "params") {
+			v.shareKey = v.name + "\x00" + v.expr.text
+		}
+	}
 	for i := range p.Spec.MatchConditions {
 		mc := &p.Spec.MatchConditions[i]
 		res := fc.CompileCELExpression((*matchconditions.MatchCondition)(mc), optionalVars, envType)
@@ -362,6 +381,16 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 		})
 	}
 	cp.needsNamespace = usesNamespace
+	for i := range cp.matchConditions {
+		cp.matchExprs = append(cp.matchExprs, &cp.matchConditions[i].expr)
+	}
+	for i := range cp.validations {
+		cp.validationExprs = append(cp.validationExprs, &cp.validations[i].expr)
+		cp.messageExprs = append(cp.messageExprs, cp.validations[i].msgExpr)
+	}
+	for i := range cp.audits {
+		cp.auditExprs = append(cp.auditExprs, &cp.audits[i].expr)
+	}
 	return cp
 }
 

@@ -72,6 +72,8 @@ type reqCtx struct {
 	requestVals []requestVal
 
 	validationFailures []validating.ValidationFailureValue
+
+	varCache map[varKey]varResult
 }
 
 type requestVal struct {
@@ -215,7 +217,10 @@ func (rc *reqCtx) namespaceValues(ns *corev1.Namespace) (trimmed, full ref.Val) 
 
 func (rc *reqCtx) newFrame(cp *compiledPolicy, p *param, request ref.Val, namespace ref.Val, trace *[]ExpressionTrace) *frame {
 	obj, old := rc.objects()
-	f := &frame{ctx: rc.ctx, trace: trace}
+	if rc.varCache == nil {
+		rc.varCache = make(map[varKey]varResult, 8)
+	}
+	f := &frame{ctx: rc.ctx, trace: trace, cache: rc.varCache, policy: cp.index, param: p}
 	f.act.object = obj
 	f.act.oldObject = old
 	if p != nil {
@@ -279,12 +284,8 @@ func (rc *reqCtx) validate(cp *compiledPolicy, gvr schema.GroupVersionResource, 
 		mcTrace, vTrace, aTrace = &bt.MatchConditions, &bt.Validations, &bt.AuditAnnotations
 	}
 	if len(cp.matchConditions) > 0 {
-		exprs := make([]*compiledExpr, len(cp.matchConditions))
-		for i := range cp.matchConditions {
-			exprs[i] = &cp.matchConditions[i].expr
-		}
 		fr := rc.newFrame(cp, p, rc.requestValue(rc.req.RequestResource, gvk), celtypes.NullValue, mcTrace)
-		results, _, err := fr.forInput(exprs, celconfig.RuntimeCELCostBudgetMatchConditions)
+		results, _, err := fr.forInput(cp.matchExprs, celconfig.RuntimeCELCostBudgetMatchConditions)
 		if err != nil {
 			if f == admissionregistrationv1.Fail {
 				return errorDecision(f, err.Error())
@@ -316,12 +317,7 @@ func (rc *reqCtx) validate(cp *compiledPolicy, gvr schema.GroupVersionResource, 
 	request := rc.requestValue(gvr, gvk)
 	nsTrimmed, nsFull := rc.namespaceValues(ns)
 
-	exprs := make([]*compiledExpr, len(cp.validations))
-	msgExprs := make([]*compiledExpr, len(cp.validations))
-	for i := range cp.validations {
-		exprs[i] = &cp.validations[i].expr
-		msgExprs[i] = cp.validations[i].msgExpr
-	}
+	exprs, msgExprs := cp.validationExprs, cp.messageExprs
 	var evalResults []plugincel.EvaluationResult
 	remaining := int64(celconfig.RuntimeCELCostBudget)
 	if len(exprs) > 0 {
@@ -384,12 +380,8 @@ func (rc *reqCtx) validate(cp *compiledPolicy, gvr schema.GroupVersionResource, 
 	}
 
 	if len(cp.audits) > 0 {
-		aexprs := make([]*compiledExpr, len(cp.audits))
-		for i := range cp.audits {
-			aexprs[i] = &cp.audits[i].expr
-		}
 		fr := rc.newFrame(cp, p, request, nsFull, aTrace)
-		auditResults, _, err := fr.forInput(aexprs, celconfig.RuntimeCELCostBudget)
+		auditResults, _, err := fr.forInput(cp.auditExprs, celconfig.RuntimeCELCostBudget)
 		if err != nil {
 			return errorDecision(f, err.Error())
 		}
