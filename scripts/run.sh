@@ -14,7 +14,7 @@ mkdir -p "$STATE" bin
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 say "building"
-go build -o bin/ ./cmd/gateway ./cmd/admin ./hack/devpg
+go build -o bin/ ./cmd/gateway ./cmd/admin ./hack/devpg ./hack/demo
 
 if [ -z "${PORTCULLIS_DATABASE_URL:-}" ]; then
   say "starting the local PostgreSQL in $STATE/postgres"
@@ -33,6 +33,9 @@ if [ ! -s "$TOKEN_FILE" ]; then
 fi
 TOKEN="$(cat "$TOKEN_FILE" 2>/dev/null || echo '<shown once by the first `admin bootstrap` on this database>')"
 
+say "seeding the demo: tenant, cluster, baseline policies, namespaces"
+bin/demo seed --dir "$STATE/demo"
+
 say "starting the gateway"
 bin/gateway --dev --state-dir "$STATE" \
   --webhook-addr "$WEBHOOK_ADDR" --admin-addr "$ADMIN_ADDR" --metrics-addr "$METRICS_ADDR" &
@@ -50,6 +53,9 @@ CA="$STATE/tls/ca.crt"
 WEBHOOK_URL="https://${WEBHOOK_ADDR/127.0.0.1/localhost}"
 ADMIN_URL="https://${ADMIN_ADDR/127.0.0.1/localhost}"
 
+say "sending two Pod reviews to the demo tenant, as an apiserver would"
+bin/demo send --url "$WEBHOOK_URL/t/demo/validate" --ca "$CA" --dir "$STATE/demo"
+
 cat <<EOT
 
 Portcullis is running.
@@ -62,7 +68,15 @@ Portcullis is running.
   operator token (kept in $TOKEN_FILE):
             $TOKEN
 
+Demo: tenant "demo", cluster "kind-demo" (bearer token in $STATE/demo/token),
+the 10 baseline policies from samples/baseline, and two sample reviews.
+Each answer is logged as an "admission decision" line.
+
 Try it:
+  # the webhook, as an apiserver calls it (allowed-pod.json or denied-pod.json):
+  curl --cacert $CA -H "Authorization: Bearer \$(cat $STATE/demo/token)" -H "Content-Type: application/json" \\
+       --data @$STATE/demo/denied-pod.json "$WEBHOOK_URL/t/demo/validate?timeout=10s"
+  # the admin API:
   curl --cacert $CA -H "Authorization: Bearer \$(cat $TOKEN_FILE)" $ADMIN_URL/api/v1/whoami
 
 Ctrl-C stops the gateway. The local PostgreSQL keeps running; \`make db-stop\` stops it.
