@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Webhook load test (issue 12): the gateway and a trivial Go webhook, each
+# on core 1 with GOMAXPROCS=1, driven from core 0 by a vegeta open-loop
+# client over HTTPS, HTTP/2 on one connection, with a bearer token. Prints
+# the maximum throughput of each (closed-loop saturation, median of rounds),
+# their ratio, and p50/p99 latency at fixed rates; fails on any error or
+# wrong decision. About 1.5 minutes.
+#
+#   DURATION  seconds per fixed-rate step (default 5)
+#   ROUNDS    saturation rounds per server (default 3)
+#   RATES     fixed rates, comma-separated (default 250,500,1000)
+#   PROFILE   a path: also write a CPU profile of the gateway at saturation
+#             (builds the gateway with net/http/pprof added by -overlay)
+#   ENFORCE=1 fail when a performance target is missed
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-postgres.sh
+command -v taskset >/dev/null || { echo "bench-load: taskset is required" >&2; exit 1; }
+[ "$(nproc --all)" -ge 2 ] || { echo "bench-load: needs two cores" >&2; exit 1; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+if [ -n "${PROFILE:-}" ]; then
+	printf '{"Replace":{"%s":"%s"}}' "$PWD/cmd/gateway/zz_load_pprof.go" "$PWD/test/load/gateway-pprof.go.txt" >"$tmp/overlay.json"
+	go build -overlay "$tmp/overlay.json" -o "$tmp/gateway" ./cmd/gateway
+	case "$PROFILE" in /*) ;; *) PROFILE="$PWD/$PROFILE" ;; esac
+else
+	go build -o "$tmp/gateway" ./cmd/gateway
+fi
+(cd test/load && go test -c -o "$tmp/load.test" .)
+
+cd test/load
+PORTCULLIS_LOAD=1 \
+	PORTCULLIS_LOAD_GATEWAY="$tmp/gateway" \
+	PORTCULLIS_LOAD_DURATION="${DURATION:-5}" \
+	PORTCULLIS_LOAD_ROUNDS="${ROUNDS:-3}" \
+	PORTCULLIS_LOAD_RATES="${RATES:-250,500,1000}" \
+	PORTCULLIS_LOAD_CPUPROFILE="${PROFILE:-}" \
+	PORTCULLIS_LOAD_ENFORCE="${ENFORCE:-}" \
+	GOMAXPROCS=1 taskset -c 0 "$tmp/load.test" -test.run '^TestWebhookLoad$' -test.v -test.timeout 10m

@@ -1,0 +1,278 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/portcullis-dev/portcullis/internal/database"
+	"github.com/portcullis-dev/portcullis/internal/pglocal"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
+	"github.com/portcullis-dev/portcullis/internal/tlsutil"
+)
+
+const tenantName = "loadtest"
+
+// fixture is the database, the tenant with its token, and the certificates
+// both servers use.
+type fixture struct {
+	dir    string
+	dbURL  string
+	token  string
+	certs  tlsutil.DevCerts
+	caPool *x509.CertPool
+	pg     *pglocal.Cluster
+}
+
+// newFixture starts a throwaway PostgreSQL (Unix socket only, as pgtest
+// does; it inherits this process's core), migrates it, onboards a tenant
+// with one cluster and a token, applies the baseline policy set and uploads
+// the namespaces the corpus uses.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "portcullis-load-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := pglocal.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := pglocal.New(bin, filepath.Join(dir, "pg", "data"), filepath.Join(dir, "pg", "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "pg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pg.Fast = true
+	if err := pg.Init(ctx); err != nil {
+		t.Fatalf("initdb: %v", err)
+	}
+	if err := pg.StartChild(ctx); err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	f := &fixture{dir: dir, dbURL: pg.URL("postgres"), pg: pg}
+
+	pool, err := database.Open(ctx, f.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := database.Migrate(ctx, pool); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	ten := tenancy.NewStore(pool, nil)
+	tn, err := ten.CreateTenant(ctx, tenantName, "Load test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := ten.CreateCluster(ctx, tn.ID, "prod", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued, err := ten.CreateToken(ctx, tn.ID, cl.ID, tenancy.CredentialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.token = issued.Token
+
+	ps := policystore.New(pool)
+	for _, file := range []string{"samples/baseline/policies.yaml", "samples/baseline/bindings.yaml"} {
+		for _, doc := range bytes.Split(repoFile(t, file), []byte("\n---\n")) {
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			if _, err := ps.Apply(ctx, tn.ID, "load-test", doc); err != nil {
+				t.Fatalf("apply %s: %v\n%s", file, err, doc)
+			}
+		}
+	}
+	var nss []*corev1.Namespace
+	for i, name := range corpusNamespaces {
+		nss = append(nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: name, UID: types.UID("0a0b0c0d-0000-4000-8000-00000000000" + strconv.Itoa(i)),
+			CreationTimestamp: metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
+			Labels:            map[string]string{"kubernetes.io/metadata.name": name},
+		}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
+	}
+	if err := ps.ReplaceNamespaces(ctx, tn.ID, cl.ID, nss); err != nil {
+		t.Fatal(err)
+	}
+
+	// The serving certificate, made before the gateway starts so that it
+	// and the trivial webhook present the same one.
+	if f.certs, err = tlsutil.EnsureDevCerts(filepath.Join(dir, "state", "tls")); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(f.certs.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.caPool = x509.NewCertPool()
+	if !f.caPool.AppendCertsFromPEM(ca) {
+		t.Fatal("no CA certificate in " + f.certs.CAFile)
+	}
+	return f
+}
+
+// freeAddr returns a loopback address with a port free at the time.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// server is one webhook process pinned to its core.
+type server struct {
+	name string
+	url  string // the validate URL
+	cmd  *exec.Cmd
+}
+
+// pinned runs argv on core cpu with GOMAXPROCS=1 and extra environment.
+// taskset execs the program, so the pid is the server's.
+func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu)}, argv...)...)
+	cmd.Env = append(append(os.Environ(), "GOMAXPROCS=1"), env...)
+	logf, err := os.Create(filepath.Join(os.TempDir(), "portcullis-load-"+name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+	})
+	return cmd
+}
+
+func startGateway(t *testing.T, f *fixture, bin string, cpu int, pprofAddr string) *server {
+	t.Helper()
+	webhook, admin, metrics := freeAddr(t), freeAddr(t), freeAddr(t)
+	var env []string
+	if pprofAddr != "" {
+		env = append(env, "PORTCULLIS_LOAD_PPROF_ADDR="+pprofAddr)
+	}
+	cmd := pinned(t, "gateway", cpu, env, bin, "--dev", "--state-dir", filepath.Join(f.dir, "state"),
+		"--database-url", f.dbURL, "--webhook-addr", webhook, "--admin-addr", admin,
+		"--metrics-addr", metrics, "--log-level", "warn", "--instance", "load")
+	waitHTTP(t, "gateway", "http://"+metrics+"/readyz", nil)
+	return &server{name: "gateway", url: "https://" + webhook + "/t/" + tenantName + "/validate", cmd: cmd}
+}
+
+func startTrivial(t *testing.T, f *fixture, cpu int) *server {
+	t.Helper()
+	addr := freeAddr(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := pinned(t, "trivial", cpu, []string{
+		envTrivialAddr + "=" + addr, envTrivialCert + "=" + f.certs.CertFile,
+		envTrivialKey + "=" + f.certs.KeyFile, envTrivialToken + "=" + f.token,
+	}, self)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool}}}
+	waitHTTP(t, "trivial webhook", "https://"+addr+"/healthz", hc)
+	return &server{name: "trivial", url: "https://" + addr + "/validate", cmd: cmd}
+}
+
+// waitHTTP waits until url answers at all (any status for the trivial
+// webhook, which has no health endpoint; 200 for /readyz).
+func waitHTTP(t *testing.T, name, url string, hc *http.Client) {
+	t.Helper()
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := hc.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 || strings.HasPrefix(url, "https://") {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready after 60s: %s (log in %s)", name, last, filepath.Join(os.TempDir(), "portcullis-load-*.log"))
+}
+
+// cpuSeconds is the user+system CPU time of a process so far.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	// After the command: state is field 3, utime 14, stime 15 (1-based).
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100 // USER_HZ is 100 on Linux
+}
+
+// selfCPUSeconds is this process's CPU time (the client).
+func selfCPUSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// countingDialer counts the connections a transport opens, to show that
+// the whole run used one.
+type countingDialer struct {
+	d     net.Dialer
+	count atomic.Int64
+}
+
+func (c *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c.count.Add(1)
+	return c.d.DialContext(ctx, network, addr)
+}
