@@ -164,7 +164,14 @@ type server struct {
 func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu)}, argv...)...)
-	cmd.Env = append(append(os.Environ(), "GOMAXPROCS=1"), env...)
+	// The servers run with Go's defaults but for GOMAXPROCS: not the
+	// client's GOGC.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GOMAXPROCS=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(append(cmd.Env, "GOMAXPROCS=1"), env...)
 	logf, err := os.Create(filepath.Join(os.TempDir(), "portcullis-load-"+name+".log"))
 	if err != nil {
 		t.Fatal(err)
