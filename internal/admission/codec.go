@@ -155,7 +155,7 @@ func decodeObject(raw json.RawMessage, field string) (map[string]any, error) {
 	if raw[0] != '{' {
 		return nil, badRequest("%s must be a JSON object", field)
 	}
-	m, err := evaluator.DecodeObject(raw)
+	m, err := parseObject(raw)
 	if err != nil {
 		return nil, badRequest("%s: %v", field, err)
 	}
