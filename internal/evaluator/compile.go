@@ -303,11 +303,12 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 	expressionOptionalVars := plugincel.OptionalVariableDeclarations{HasParams: hasParam, HasAuthorizer: false}
 	envType := mode.envType()
 
-	fc, err := plugincel.NewCompositedCompiler(compositionEnvTemplate())
+	fc, err := getCompiler()
 	if err != nil {
 		cp.compileErr = err
 		return cp
 	}
+	defer putCompiler(fc)
 	usesNamespace := false
 	check := func(field, text string, res plugincel.CompilationResult) compiledExpr {
 		ce := compiledExpr{field: field, text: text, result: res}
@@ -330,7 +331,7 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 	seen := map[string]int{}
 	for i, v := range p.Spec.Variables {
 		acc := &validating.Variable{Name: v.Name, Expression: v.Expression}
-		res := fc.CompileAndStoreVariable(acc, optionalVars, envType)
+		res := fc.compileAndStoreVariable(acc, optionalVars, envType)
 		ce := check(fmt.Sprintf("spec.variables[%d].expression", i), v.Expression, res)
 		if j, ok := seen[v.Name]; ok {
 			cp.variables[j].expr = ce
