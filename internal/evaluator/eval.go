@@ -155,11 +155,12 @@ func (rc *reqCtx) namespaceLabels(nameOnly bool) (labels.Set, error) {
 func (rc *reqCtx) objects() (any, any) {
 	if !rc.objLoaded {
 		rc.objLoaded = true
+		a := newCachingAdapter()
 		if rc.req.Object != nil {
-			rc.objVal = celtypes.DefaultTypeAdapter.NativeToValue(rc.req.Object)
+			rc.objVal = a.NativeToValue(rc.req.Object)
 		}
 		if rc.req.OldObject != nil {
-			rc.oldVal = celtypes.DefaultTypeAdapter.NativeToValue(rc.req.OldObject)
+			rc.oldVal = a.NativeToValue(rc.req.OldObject)
 		}
 	}
 	return rc.objVal, rc.oldVal
