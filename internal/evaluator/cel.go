@@ -10,11 +10,10 @@ import (
 	"github.com/google/cel-go/interpreter"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/lazy"
 )
 
 // variablesType names the lazy "variables" map as the plugin's composition
-// does (kubernetes.variables); lazy.MapValue only reads the type name.
+// does (kubernetes.variables); the variables map only reads the type name.
 var variablesType = apiservercel.NewObjectType("kubernetes.variables", nil)
 
 // activation mirrors the plugin's evaluationActivation. The authorizer is
@@ -76,14 +75,8 @@ type varResult struct {
 	cost int64
 }
 
-func (f *frame) bindVariables(vars []compiledVariable) {
-	m := lazy.NewMapValue(variablesType)
-	for i := range vars {
-		v := &vars[i]
-		i := i
-		m.Append(v.name, func(*lazy.MapValue) ref.Val { return f.variable(v, i) })
-	}
-	f.act.variables = m
+func (f *frame) bindVariables(cp *compiledPolicy) {
+	f.act.variables = newVarMap(f, cp.variables, cp.varIndex)
 }
 
 // variable evaluates a variable once per request where that is

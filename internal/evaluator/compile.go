@@ -105,6 +105,7 @@ type compiledPolicy struct {
 	paramNamespaced bool
 
 	variables       []compiledVariable // unique names, last definition wins, in first-seen order
+	varIndex        map[string]int     // name -> index in variables
 	matchConditions []compiledMatchCondition
 	validations     []compiledValidation
 	audits          []compiledAudit
@@ -340,6 +341,7 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 		seen[v.Name] = len(cp.variables)
 		cp.variables = append(cp.variables, compiledVariable{name: v.Name, expr: ce})
 	}
+	cp.varIndex = seen
 	for i := range cp.variables {
 		v := &cp.variables[i]
 		v.cacheable = !strings.Contains(v.expr.text, "variables")

@@ -229,7 +229,7 @@ func (rc *reqCtx) newFrame(cp *compiledPolicy, p *param, request ref.Val, namesp
 	}
 	f.act.request = request
 	f.act.namespace = namespace
-	f.bindVariables(cp.variables)
+	f.bindVariables(cp)
 	return f
 }
 
