@@ -51,6 +51,7 @@ type compiledExpr struct {
 	field  string // e.g. spec.validations[0].expression
 	text   string
 	result plugincel.CompilationResult
+	shared *progEntry // keeps the shared compile result alive
 }
 
 type compiledVariable struct {
@@ -311,8 +312,8 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 	}
 	defer putCompiler(fc)
 	usesNamespace := false
-	check := func(field, text string, res plugincel.CompilationResult) compiledExpr {
-		ce := compiledExpr{field: field, text: text, result: res}
+	check := func(field, text string, res plugincel.CompilationResult, shared *progEntry) compiledExpr {
+		ce := compiledExpr{field: field, text: text, result: res, shared: shared}
 		if res.Error == nil && (strings.Contains(text, "authorizer") || strings.Contains(text, "namespaceObject")) {
 			auth, nsFull := analyse(text)
 			if auth {
@@ -332,8 +333,8 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 	seen := map[string]int{}
 	for i, v := range p.Spec.Variables {
 		acc := &validating.Variable{Name: v.Name, Expression: v.Expression}
-		res := fc.compileAndStoreVariable(acc, optionalVars, envType)
-		ce := check(fmt.Sprintf("spec.variables[%d].expression", i), v.Expression, res)
+		res, sh := fc.compile(kindVariable, acc, optionalVars, envType)
+		ce := check(fmt.Sprintf("spec.variables[%d].expression", i), v.Expression, res, sh)
 		if j, ok := seen[v.Name]; ok {
 			cp.variables[j].expr = ce
 			continue
@@ -351,36 +352,36 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 	}
 	for i := range p.Spec.MatchConditions {
 		mc := &p.Spec.MatchConditions[i]
-		res := fc.CompileCELExpression((*matchconditions.MatchCondition)(mc), optionalVars, envType)
+		res, sh := fc.compile(kindMatchCondition, (*matchconditions.MatchCondition)(mc), optionalVars, envType)
 		cp.matchConditions = append(cp.matchConditions, compiledMatchCondition{
 			name: mc.Name,
-			expr: check(fmt.Sprintf("spec.matchConditions[%d].expression", i), mc.Expression, res),
+			expr: check(fmt.Sprintf("spec.matchConditions[%d].expression", i), mc.Expression, res, sh),
 		})
 	}
 	for i, v := range p.Spec.Validations {
 		acc := &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
-		res := fc.CompileCELExpression(acc, optionalVars, envType)
+		res, sh := fc.compile(kindValidation, acc, optionalVars, envType)
 		cv := compiledValidation{
-			expr:     check(fmt.Sprintf("spec.validations[%d].expression", i), v.Expression, res),
+			expr:     check(fmt.Sprintf("spec.validations[%d].expression", i), v.Expression, res, sh),
 			message:  v.Message,
 			reason:   (*string)(v.Reason),
 			accessor: acc,
 		}
 		if v.MessageExpression != "" {
 			macc := &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
-			mres := fc.CompileCELExpression(macc, expressionOptionalVars, envType)
-			me := check(fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression, mres)
+			mres, msh := fc.compile(kindMessage, macc, expressionOptionalVars, envType)
+			me := check(fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression, mres, msh)
 			cv.msgExpr = &me
 		}
 		cp.validations = append(cp.validations, cv)
 	}
 	for i, a := range p.Spec.AuditAnnotations {
 		acc := &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
-		res := fc.CompileCELExpression(acc, optionalVars, envType)
+		res, sh := fc.compile(kindAudit, acc, optionalVars, envType)
 		cp.audits = append(cp.audits, compiledAudit{
 			key:             a.Key,
 			valueExpression: a.ValueExpression,
-			expr:            check(fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), a.ValueExpression, res),
+			expr:            check(fmt.Sprintf("spec.auditAnnotations[%d].valueExpression", i), a.ValueExpression, res, sh),
 		})
 	}
 	cp.needsNamespace = usesNamespace

@@ -1,9 +1,11 @@
 package evaluator
 
 import (
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Pooled compilers must not leak one policy's variables into the next:
@@ -60,5 +62,39 @@ func TestPooledCompilerConcurrent(t *testing.T) {
 	wg.Wait()
 	if got := Compile(objs, CompileOptions{}).CompileErrors(); len(got) != len(want) {
 		t.Fatalf("compile errors changed: %v vs %v", got, want)
+	}
+}
+
+// Shared compile results live only as long as a snapshot uses them.
+func TestProgramCacheReleasesUnusedEntries(t *testing.T) {
+	const expr = "object.metadata.name != 'cache-release-test'"
+	has := func() bool {
+		progCache.Lock()
+		defer progCache.Unlock()
+		for k := range progCache.m {
+			if k.text == expr {
+				return true
+			}
+		}
+		return false
+	}
+	s := Compile(Objects{Policies: pols(policy("p", validation(expr)))}, CompileOptions{})
+	s2 := Compile(Objects{Policies: pols(policy("q", validation(expr)))}, CompileOptions{})
+	if !has() {
+		t.Fatal("expected a cache entry")
+	}
+	if s.policies[0].validations[0].expr.result.Program != s2.policies[0].validations[0].expr.result.Program {
+		t.Fatal("identical expressions did not share a program")
+	}
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(s2)
+	s, s2 = nil, nil
+	deadline := time.Now().Add(5 * time.Second)
+	for has() {
+		if time.Now().After(deadline) {
+			t.Fatal("cache entry not released")
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
 	}
 }
