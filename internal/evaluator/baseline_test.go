@@ -180,7 +180,7 @@ func BenchmarkValidateBaseline(b *testing.B) {
 	ns := NamespaceMap{"shop": namespaceObj("shop", nil)}
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
-			o := objs
+			var o Objects
 			if n < 10 {
 				o = Objects{Policies: objs.Policies[:n], Bindings: objs.Bindings[:n]}
 			} else {

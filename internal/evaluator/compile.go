@@ -290,7 +290,7 @@ func setMatchResourcesDefaults(m *admissionregistrationv1.MatchResources) {
 
 func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode EnvMode, params *paramStore) *compiledPolicy {
 	cp := &compiledPolicy{name: p.Name, policy: p, failurePolicy: p.Spec.FailurePolicy}
-	cp.constraintsErr, cp.match = compileConstraints(p.Spec.MatchConstraints)
+	cp.match, cp.constraintsErr = compileConstraints(p.Spec.MatchConstraints)
 
 	if pk := p.Spec.ParamKind; pk != nil {
 		if gv, err := schema.ParseGroupVersion(pk.APIVersion); err == nil {
@@ -487,7 +487,7 @@ func compileBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding)
 	}
 	var errs []CompileError
 	if mr := b.Spec.MatchResources; mr != nil {
-		cb.matchErr, cb.match = compileMatchResources(mr)
+		cb.match, cb.matchErr = compileMatchResources(mr)
 		if cb.match != nil && cb.match.err != nil {
 			errs = append(errs, CompileError{Kind: kindBinding, Name: b.Name, Field: "spec.matchResources", Message: cb.match.err.Error()})
 		}

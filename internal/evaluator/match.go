@@ -44,19 +44,19 @@ type compiledRule struct {
 	names      []string
 }
 
-func compileConstraints(mc *admissionregistrationv1.MatchResources) (error, *compiledMatch) {
+func compileConstraints(mc *admissionregistrationv1.MatchResources) (*compiledMatch, error) {
 	if mc == nil {
-		return errors.New("policy contained no match constraints, a required field"), nil
+		return nil, errors.New("policy contained no match constraints, a required field")
 	}
 	return compileMatchResources(mc)
 }
 
-func compileMatchResources(mr *admissionregistrationv1.MatchResources) (error, *compiledMatch) {
+func compileMatchResources(mr *admissionregistrationv1.MatchResources) (*compiledMatch, error) {
 	if mr.NamespaceSelector == nil {
-		return fmt.Errorf(errNilSelector, "namespace"), nil
+		return nil, fmt.Errorf(errNilSelector, "namespace")
 	}
 	if mr.ObjectSelector == nil {
-		return fmt.Errorf(errNilSelector, "object"), nil
+		return nil, fmt.Errorf(errNilSelector, "object")
 	}
 	m := &compiledMatch{}
 	if sel, err := metav1.LabelSelectorAsSelector(mr.NamespaceSelector); err != nil {
@@ -85,7 +85,7 @@ func compileMatchResources(mr *admissionregistrationv1.MatchResources) (error, *
 	m.rules = compileRules(mr.ResourceRules)
 	m.exclude = compileRules(mr.ExcludeResourceRules)
 	m.equivalent = mr.MatchPolicy != nil && *mr.MatchPolicy == admissionregistrationv1.Equivalent
-	return nil, m
+	return m, nil
 }
 
 func compileRules(in []admissionregistrationv1.NamedRuleWithOperations) []compiledRule {

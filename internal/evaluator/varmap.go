@@ -33,6 +33,7 @@ var (
 
 func newVarMap(f *frame, vars []compiledVariable, index map[string]int) *varMap {
 	m := &varMap{
+		//lint:ignore SA1019 the same type value k8s.io/apiserver's lazy.MapValue uses, so variables behave alike
 		typeValue: types.NewTypeValue(variablesType.TypeName(), traits.IndexerType|traits.FieldTesterType|traits.IterableType),
 		f:         f,
 		vars:      vars,

@@ -39,7 +39,7 @@ func compile(w *world) *evaluator.Snapshot {
 }
 
 type diffStats struct {
-	cases, exact, unknownNamespace, denied, multiDenied, allowed, warned, annotated, errors, timeouts int
+	cases, exact, unknownNamespace, denied, multiDenied, allowed, warned, annotated, errors int
 }
 
 // TestDifferential evaluates seeded, generated cases with the apiserver's
