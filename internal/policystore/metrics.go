@@ -4,13 +4,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Constants of estimateBytes, fitted to BenchmarkHeapPerTenant: the 10
-// baseline policies and bindings (25 expressions, 11.5 KB of JSON) hold
-// about 1.7 MB of heap once compiled, nearly all of it in CEL programs.
+// Constants of estimateBytes. The evaluator shares compiled programs
+// between snapshots with identical expressions, so what a tenant really
+// holds depends on its neighbours: the 10 baseline policies (25
+// expressions, 11.5 KB of JSON) hold about 48 KB when another tenant has
+// the same ones (BenchmarkHeapPerTenant) and about 390 KB when all their
+// expressions are unique (evaluator BenchmarkCompileBaselineCold, 38.6 KB
+// per policy). The estimate is fitted to the unique case, so the byte bound
+// never under-counts.
 const (
 	estimateBase          = 16 << 10
-	estimatePerExpression = 64 << 10
-	estimatePerJSONByte   = 8
+	estimatePerExpression = 14 << 10
+	estimatePerJSONByte   = 4
 )
 
 type cacheMetrics struct {
