@@ -77,15 +77,34 @@ type wireRequest struct {
 	OldObject          json.RawMessage              `json:"oldObject"`
 	DryRun             *bool                        `json:"dryRun"`
 	Options            json.RawMessage              `json:"options"`
+
+	// Set by the fast decoder, which builds the objects while it reads.
+	parsed               bool
+	object, oldObject    map[string]any
+	objectBad, oldObjBad bool // the last value given was not an object
 }
 
 // Decode parses an AdmissionReview body. Field names are case-sensitive, as
 // in the apiserver's own decoder.
 func Decode(body []byte) (*Review, error) {
+	w, err := unmarshalWire(body)
+	if err != nil {
+		return nil, err
+	}
+	return fromWire(w)
+}
+
+// unmarshalReference is the general decoder, with the semantics the fast
+// one must keep; it also words the errors for invalid JSON.
+func unmarshalReference(body []byte) (*wire, error) {
 	var w wire
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &w); err != nil {
 		return nil, badRequest("the body is not a valid AdmissionReview JSON document: %v", err)
 	}
+	return &w, nil
+}
+
+func fromWire(w *wire) (*Review, error) {
 	switch {
 	case w.APIVersion != V1 && w.APIVersion != V1beta1:
 		if w.APIVersion == "" {
@@ -137,6 +156,16 @@ func Decode(body []byte) (*Review, error) {
 	}
 	if len(r.Options) > 0 && !bytes.Equal(r.Options, []byte("null")) {
 		req.Options = runtime.RawExtension{Raw: r.Options}
+	}
+	if r.parsed {
+		switch {
+		case r.objectBad:
+			return nil, badRequest("request.object must be a JSON object")
+		case r.oldObjBad:
+			return nil, badRequest("request.oldObject must be a JSON object")
+		}
+		req.Object, req.OldObject = r.object, r.oldObject
+		return &Review{APIVersion: w.APIVersion, UID: r.UID, Request: req}, nil
 	}
 	var err error
 	if req.Object, err = decodeObject(r.Object, "request.object"); err != nil {

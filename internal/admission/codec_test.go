@@ -93,7 +93,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"empty body", ``, "not a valid AdmissionReview JSON"},
 		{"not JSON", `hello`, "not a valid AdmissionReview JSON"},
 		{"truncated", podReview[:200], "not a valid AdmissionReview JSON"},
-		{"array", `[]`, "not a valid AdmissionReview JSON"},
+		{"array", `[]`, "AdmissionReview must be a JSON object"},
 		{"no apiVersion", valid(func(m map[string]any) { delete(m, "apiVersion") }), "apiVersion is missing"},
 		{"unknown version", valid(func(m map[string]any) { m["apiVersion"] = "admission.k8s.io/v2" }), `unsupported AdmissionReview apiVersion "admission.k8s.io/v2"`},
 		{"field names are case-sensitive", strings.Replace(podReview, `"apiVersion"`, `"APIVersion"`, 1), "apiVersion is missing"},
@@ -104,7 +104,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"bad operation", valid(func(m map[string]any) { req(m)["operation"] = "PATCH" }), `request.operation "PATCH"`},
 		{"no resource", valid(func(m map[string]any) { delete(req(m), "resource") }), "request.kind and request.resource are required"},
 		{"object not an object", valid(func(m map[string]any) { req(m)["object"] = "x" }), "request.object must be a JSON object"},
-		{"uid wrong type", valid(func(m map[string]any) { req(m)["uid"] = 5 }), "not a valid AdmissionReview JSON"},
+		{"uid wrong type", valid(func(m map[string]any) { req(m)["uid"] = 5 }), "request.uid must be a string"},
+		{"groups wrong type", valid(func(m map[string]any) { req(m)["userInfo"] = map[string]any{"groups": "admins"} }), "request.userInfo.groups must be a list of strings"},
+		{"dryRun wrong type", valid(func(m map[string]any) { req(m)["dryRun"] = "yes" }), "request.dryRun must be a boolean"},
+		{"kind wrong type", valid(func(m map[string]any) { req(m)["kind"] = "Pod" }), "request.kind must be a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,342 @@
+package admission
+
+import (
+	"encoding/json"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// unmarshalWire fills a wire from body in one pass over the bytes after
+// one validity scan, building the objects straight into the evaluator's
+// form. It keeps the general decoder's semantics (unmarshalReference):
+// field names are case-sensitive, unknown fields are ignored, null leaves a
+// field at its zero value, a repeated field is decoded again into the same
+// place (so repeated structs merge, as encoding/json does), and a value of
+// the wrong type is refused. A differential fuzz test holds the two
+// together.
+func unmarshalWire(body []byte) (*wire, error) {
+	if !json.Valid(body) {
+		return unmarshalReference(body) // for its wording of the syntax error
+	}
+	p := &parser{data: body}
+	w := &wire{}
+	err := p.fields("AdmissionReview", func(key string) error {
+		switch key {
+		case "apiVersion":
+			return p.stringInto(&w.APIVersion, "apiVersion")
+		case "kind":
+			return p.stringInto(&w.Kind, "kind")
+		case "request":
+			if p.null() {
+				w.Request = nil
+				return nil
+			}
+			if w.Request == nil {
+				w.Request = &wireRequest{parsed: true}
+			}
+			return p.request(w.Request)
+		}
+		return p.skip()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func typeError(field, want string) error {
+	return badRequest("the body is not a valid AdmissionReview: %s must be %s", field, want)
+}
+
+// fields walks the object at p, calling fn with p at each value; fn must
+// consume the value.
+func (p *parser) fields(name string, fn func(key string) error) error {
+	p.skipSpace()
+	if p.data[p.pos] != '{' {
+		return typeError(name, "a JSON object")
+	}
+	p.pos++
+	for {
+		p.skipSpace()
+		if p.data[p.pos] == '}' {
+			p.pos++
+			return nil
+		}
+		if p.data[p.pos] == ',' {
+			p.pos++
+			p.skipSpace()
+		}
+		key, err := p.str()
+		if err != nil {
+			return err
+		}
+		p.skipSpace()
+		p.pos++ // :
+		p.skipSpace()
+		if err := fn(key); err != nil {
+			return err
+		}
+	}
+}
+
+// null consumes a JSON null if one is next.
+func (p *parser) null() bool {
+	if p.data[p.pos] == 'n' {
+		p.pos += 4
+		return true
+	}
+	return false
+}
+
+// skip passes over one (valid) value without building it, as the general
+// decoder does for fields it does not know: nothing in it can fail.
+func (p *parser) skip() error {
+	depth := 0
+	for {
+		switch c := p.data[p.pos]; c {
+		case '"':
+			p.pos++
+			for p.data[p.pos] != '"' {
+				if p.data[p.pos] == '\\' {
+					p.pos++
+				}
+				p.pos++
+			}
+			p.pos++
+		case '{', '[':
+			depth++
+			p.pos++
+		case '}', ']':
+			depth--
+			p.pos++
+		default:
+			p.pos++
+			if c != ',' && c != ':' && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+				// a literal or number: read to its end
+				for p.pos < len(p.data) && !isDelim(p.data[p.pos]) {
+					p.pos++
+				}
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\n', '\r', ':':
+		return true
+	}
+	return false
+}
+
+func (p *parser) stringInto(dst *string, field string) error {
+	if p.null() {
+		return nil
+	}
+	if p.data[p.pos] != '"' {
+		return typeError(field, "a string")
+	}
+	s, err := p.str()
+	*dst = s
+	return err
+}
+
+func (p *parser) request(r *wireRequest) error {
+	return p.fields("request", func(key string) error {
+		switch key {
+		case "uid":
+			return p.stringInto((*string)(&r.UID), "request.uid")
+		case "kind":
+			return p.gvk(&r.Kind, "request.kind")
+		case "resource":
+			return p.gvr(&r.Resource, "request.resource")
+		case "subResource":
+			return p.stringInto(&r.SubResource, "request.subResource")
+		case "requestKind":
+			if p.null() {
+				r.RequestKind = nil
+				return nil
+			}
+			if r.RequestKind == nil {
+				r.RequestKind = &metav1.GroupVersionKind{}
+			}
+			return p.gvk(r.RequestKind, "request.requestKind")
+		case "requestResource":
+			if p.null() {
+				r.RequestResource = nil
+				return nil
+			}
+			if r.RequestResource == nil {
+				r.RequestResource = &metav1.GroupVersionResource{}
+			}
+			return p.gvr(r.RequestResource, "request.requestResource")
+		case "requestSubResource":
+			return p.stringInto(&r.RequestSubResource, "request.requestSubResource")
+		case "name":
+			return p.stringInto(&r.Name, "request.name")
+		case "namespace":
+			return p.stringInto(&r.Namespace, "request.namespace")
+		case "operation":
+			return p.stringInto(&r.Operation, "request.operation")
+		case "userInfo":
+			if p.null() {
+				return nil
+			}
+			return p.userInfo(&r.UserInfo)
+		case "object":
+			m, bad, err := p.objectValue()
+			r.object, r.objectBad = m, bad
+			return err
+		case "oldObject":
+			m, bad, err := p.objectValue()
+			r.oldObject, r.oldObjBad = m, bad
+			return err
+		case "dryRun":
+			switch p.data[p.pos] {
+			case 'n':
+				p.pos += 4
+				r.DryRun = nil
+			case 't', 'f':
+				v := p.data[p.pos] == 't'
+				_ = p.skip()
+				r.DryRun = &v
+			default:
+				return typeError("request.dryRun", "a boolean")
+			}
+			return nil
+		case "options":
+			start := p.pos
+			if err := p.skip(); err != nil {
+				return err
+			}
+			r.Options = json.RawMessage(p.data[start:p.pos])
+			return nil
+		}
+		return p.skip()
+	})
+}
+
+// objectValue reads request.object or request.oldObject: an object, or
+// null. Any other value is remembered as bad rather than refused at once,
+// because a later repetition of the field would replace it.
+func (p *parser) objectValue() (map[string]any, bool, error) {
+	switch p.data[p.pos] {
+	case 'n':
+		p.pos += 4
+		return nil, false, nil
+	case '{':
+		m, err := p.object()
+		if err != nil {
+			return nil, false, badRequest("%v", err)
+		}
+		return m, false, nil
+	}
+	return nil, true, p.skip()
+}
+
+func (p *parser) gvk(dst *metav1.GroupVersionKind, field string) error {
+	if p.null() {
+		return nil
+	}
+	return p.fields(field, func(key string) error {
+		switch key {
+		case "group":
+			return p.stringInto(&dst.Group, field+".group")
+		case "version":
+			return p.stringInto(&dst.Version, field+".version")
+		case "kind":
+			return p.stringInto(&dst.Kind, field+".kind")
+		}
+		return p.skip()
+	})
+}
+
+func (p *parser) gvr(dst *metav1.GroupVersionResource, field string) error {
+	if p.null() {
+		return nil
+	}
+	return p.fields(field, func(key string) error {
+		switch key {
+		case "group":
+			return p.stringInto(&dst.Group, field+".group")
+		case "version":
+			return p.stringInto(&dst.Version, field+".version")
+		case "resource":
+			return p.stringInto(&dst.Resource, field+".resource")
+		}
+		return p.skip()
+	})
+}
+
+func (p *parser) userInfo(u *authenticationv1.UserInfo) error {
+	return p.fields("request.userInfo", func(key string) error {
+		switch key {
+		case "username":
+			return p.stringInto(&u.Username, "request.userInfo.username")
+		case "uid":
+			return p.stringInto(&u.UID, "request.userInfo.uid")
+		case "groups":
+			if p.null() {
+				u.Groups = nil
+				return nil
+			}
+			groups, err := p.stringList("request.userInfo.groups")
+			u.Groups = groups
+			return err
+		case "extra":
+			if p.null() {
+				u.Extra = nil
+				return nil
+			}
+			if u.Extra == nil {
+				u.Extra = map[string]authenticationv1.ExtraValue{}
+			}
+			return p.fields("request.userInfo.extra", func(k string) error {
+				if p.null() {
+					u.Extra[k] = nil
+					return nil
+				}
+				vals, err := p.stringList("request.userInfo.extra")
+				u.Extra[k] = vals
+				return err
+			})
+		}
+		return p.skip()
+	})
+}
+
+func (p *parser) stringList(field string) ([]string, error) {
+	if p.data[p.pos] != '[' {
+		return nil, typeError(field, "a list of strings")
+	}
+	p.pos++
+	out := []string{}
+	for {
+		p.skipSpace()
+		switch p.data[p.pos] {
+		case ']':
+			p.pos++
+			return out, nil
+		case ',':
+			p.pos++
+			p.skipSpace()
+		}
+		if p.data[p.pos] == 'n' { // null element: the zero value
+			p.pos += 4
+			out = append(out, "")
+			continue
+		}
+		if p.data[p.pos] != '"' {
+			return nil, typeError(field, "a list of strings")
+		}
+		s, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+}
