@@ -84,7 +84,7 @@ func (p *parser) object() (map[string]any, error) {
 	}
 	for {
 		p.skipSpace()
-		k, err := p.str()
+		k, err := p.key()
 		if err != nil {
 			return nil, err
 		}
@@ -154,6 +154,22 @@ func (p *parser) number() (any, error) {
 		return nil, fmt.Errorf("json: cannot unmarshal number %s into Go value of type float64", s)
 	}
 	return f, nil
+}
+
+// key reads an object key: common ones without allocating.
+func (p *parser) key() (string, error) {
+	if p.pos < len(p.data) && p.data[p.pos] == '"' {
+		end := p.pos + 1
+		for end < len(p.data) && p.data[end] != '"' && p.data[end] != '\\' && p.data[end] < utf8.RuneSelf {
+			end++
+		}
+		if end < len(p.data) && p.data[end] == '"' {
+			k := key(p.data[p.pos+1 : end])
+			p.pos = end + 1
+			return k, nil
+		}
+	}
+	return p.str()
 }
 
 // str reads a string starting at its opening quote.
