@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/envflag"
@@ -121,6 +123,14 @@ func databaseFlag(fs *flag.FlagSet) *string {
 	return fs.String("database-url", "", "PostgreSQL URL (or PORTCULLIS_DATABASE_URL)")
 }
 
+// openDB checks the URL and connects.
+func openDB(ctx context.Context, u string) (*pgxpool.Pool, error) {
+	if err := requireURL(u); err != nil {
+		return nil, err
+	}
+	return database.Open(ctx, u)
+}
+
 func requireURL(u string) error {
 	if u == "" {
 		return usageErr("--database-url (PORTCULLIS_DATABASE_URL) is required")
@@ -137,10 +147,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout io.Writer, getenv fun
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if err := requireURL(*url); err != nil {
-		return err
-	}
-	pool, err := database.Open(ctx, *url)
+	pool, err := openDB(ctx, *url)
 	if err != nil {
 		return err
 	}
@@ -166,10 +173,7 @@ func cmdBootstrap(ctx context.Context, args []string, stdout io.Writer, getenv f
 	if err := parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if err := requireURL(*url); err != nil {
-		return err
-	}
-	pool, err := database.Open(ctx, *url)
+	pool, err := openDB(ctx, *url)
 	if err != nil {
 		return err
 	}

@@ -239,34 +239,34 @@ func (p *parser) objectValue() (map[string]any, bool, error) {
 }
 
 func (p *parser) gvk(dst *metav1.GroupVersionKind, field string) error {
-	if p.null() {
-		return nil
-	}
-	return p.fields(field, func(key string) error {
-		switch key {
-		case "group":
-			return p.stringInto(&dst.Group, field+".group")
-		case "version":
-			return p.stringInto(&dst.Version, field+".version")
-		case "kind":
-			return p.stringInto(&dst.Kind, field+".kind")
-		}
-		return p.skip()
-	})
+	return p.stringFields(field, [3]string{"group", "version", "kind"}, [3]*string{&dst.Group, &dst.Version, &dst.Kind})
 }
 
 func (p *parser) gvr(dst *metav1.GroupVersionResource, field string) error {
+	return p.stringFields(field, [3]string{"group", "version", "resource"}, [3]*string{&dst.Group, &dst.Version, &dst.Resource})
+}
+
+// stringFields reads an object whose fields of interest are all strings
+// (a GroupVersionKind or GroupVersionResource), or null. Field paths for
+// errors are built only on an error, off the common path.
+func (p *parser) stringFields(field string, names [3]string, dst [3]*string) error {
 	if p.null() {
 		return nil
 	}
 	return p.fields(field, func(key string) error {
-		switch key {
-		case "group":
-			return p.stringInto(&dst.Group, field+".group")
-		case "version":
-			return p.stringInto(&dst.Version, field+".version")
-		case "resource":
-			return p.stringInto(&dst.Resource, field+".resource")
+		for i, n := range names {
+			if key != n {
+				continue
+			}
+			if p.null() {
+				return nil
+			}
+			if p.data[p.pos] != '"' {
+				return typeError(field+"."+n, "a string")
+			}
+			s, err := p.str()
+			*dst[i] = s
+			return err
 		}
 		return p.skip()
 	})

@@ -276,7 +276,8 @@ func unquoteSlow(s []byte) string {
 	return string(b)
 }
 
-// getu4 decodes \uXXXX at the start of s, or returns -1.
+// getu4 decodes a \u escape with its four hex digits at the start of s;
+// it returns -1 when s does not start with one.
 func getu4(s []byte) rune {
 	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
 		return -1

@@ -77,7 +77,13 @@ type LogRecorder struct{ Logger *slog.Logger }
 
 // Record implements Recorder.
 func (l LogRecorder) Record(d *Decision) {
-	l.Logger.LogAttrs(context.Background(), slog.LevelInfo, "admission decision",
+	ctx := context.Background()
+	// Checked first so that a disabled level costs no attribute building on
+	// the request path.
+	if !l.Logger.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	l.Logger.LogAttrs(ctx, slog.LevelInfo, "admission decision",
 		slog.String("id", d.ID),
 		slog.String("tenant", d.TenantName),
 		slog.String("cluster", d.ClusterName),
