@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func runAdmin(env map[string]string, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, &out, &errOut, func(k string) string { return env[k] })
+	code := Run(context.Background(), args, &out, &errOut, func(k string) string { return env[k] })
 	return code, out.String(), errOut.String()
 }
 

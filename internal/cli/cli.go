@@ -1,0 +1,249 @@
+// Package cli is the `admin` command: database migrations and the first
+// operator token (directly on the database), and everything else as a thin
+// client of the admin REST API, much as kubectl is of the apiserver. The
+// HTTP commands speak only the wire types of internal/apiv1.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the server or the runtime failed
+	exitUsage   = 2 // the command line is wrong
+)
+
+// exitError carries a process exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return exitError{exitUsage, fmt.Errorf(format, args...)}
+}
+
+// env is what a command runs with.
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	stdin  io.Reader
+	getenv func(string) string
+	now    func() time.Time
+}
+
+type command struct {
+	// name is one or two words: "apply", "tenant create".
+	name    string
+	args    string // the synopsis after the name
+	summary string
+	run     func(e *env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"migrate", "--database-url URL", "apply pending database migrations", cmdMigrate},
+		{"bootstrap", "--database-url URL", "create the first operator token and print it once", cmdBootstrap},
+		{"login", "--server URL --token T [--ca-file F]", "check a token and save the connection in the config file", cmdLogin},
+		{"whoami", "", "show the token in use", cmdWhoAmI},
+		{"tenant create", "NAME [--display-name D]", "create a tenant (operator)", cmdTenantCreate},
+		{"tenant list", "", "list tenants", cmdTenantList},
+		{"tenant delete", "NAME", "delete a tenant and everything in it (operator)", cmdTenantDelete},
+		{"cluster create", "NAME --tenant T [--auth token|cert|basic] [--webhook-url URL] [--labels k=v,...] --out DIR", "create a cluster, its first credential and the files its apiservers need", cmdClusterCreate},
+		{"cluster list", "--tenant T [--selector k=v]", "list a tenant's clusters", cmdClusterList},
+		{"cluster delete", "NAME --tenant T", "delete a cluster and its credentials", cmdClusterDelete},
+		{"credential list", "--tenant T --cluster C", "list a cluster's credentials", cmdCredentialList},
+		{"credential create", "--tenant T --cluster C [--auth token|cert|basic] [--expires DURATION] [--out DIR]", "issue a new credential; prints the secret once", cmdCredentialCreate},
+		{"credential revoke", "ID --tenant T --cluster C", "revoke a credential", cmdCredentialRevoke},
+		{"credential rotate", "ID --tenant T --cluster C [--grace DURATION] [--out DIR]", "issue a replacement; the old one expires after the grace period", cmdCredentialRotate},
+		{"namespaces import", "--tenant T --cluster C -f FILE|-", "replace a cluster's namespace inventory", cmdNamespacesImport},
+		{"apply", "--tenant T -f FILE|DIR|- [--dry-run]", "create or update policies, bindings and params", cmdApply},
+		{"get", "--tenant T (policies|bindings|params|namespaces|KIND) [NAME]", "list or show stored objects", cmdGet},
+		{"delete", "--tenant T -f FILE | KIND NAME", "delete stored objects", cmdDelete},
+		{"history", "--tenant T KIND NAME", "list an object's versions", cmdHistory},
+		{"diff", "--tenant T KIND NAME --from VERSION [--to VERSION]", "show what changed between two versions", cmdDiff},
+		{"rollback", "--tenant T KIND NAME --to VERSION", "restore an earlier version", cmdRollback},
+		{"test", "--tenant T --cluster C -f review.json [--explain]", "evaluate an AdmissionReview as the webhook would", cmdTest},
+		{"decisions", "--tenant T [--since 1h] [--verdict denied] [--cluster C] [--policy P] [--limit N]", "list the webhook's recent decisions", cmdDecisions},
+		{"token create", "--name N --role operator|admin|viewer [--tenant T] [--expires DURATION]", "create an admin API token; prints it once", cmdTokenCreate},
+		{"token list", "[--tenant T]", "list admin API tokens", cmdTokenList},
+		{"token revoke", "ID", "revoke an admin API token", cmdTokenRevoke},
+		{"audit", "[--tenant T] [--since 24h] [--actor A] [--kind K] [--name N]", "query the audit log of mutating calls", cmdAudit},
+	}
+}
+
+// Run runs the admin command line args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, stdin: os.Stdin, getenv: getenv, now: time.Now}
+	return e.run(args)
+}
+
+func (e *env) run(args []string) int {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stdout)
+		return exitOK
+	}
+	c, rest, err := lookup(args)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "admin: %v\n", err)
+		return exitUsage
+	}
+	err = c.run(e, rest)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "admin %s: %v\n", c.name, err)
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitFailure
+}
+
+// lookup finds the command named by the first one or two words of args.
+func lookup(args []string) (command, []string, error) {
+	all := commands()
+	if len(args) > 1 {
+		for _, c := range all {
+			if c.name == args[0]+" "+args[1] {
+				return c, args[2:], nil
+			}
+		}
+	}
+	var verbs []string
+	for _, c := range all {
+		if c.name == args[0] {
+			return c, args[1:], nil
+		}
+		if group, verb, ok := strings.Cut(c.name, " "); ok && group == args[0] {
+			verbs = append(verbs, verb)
+		}
+	}
+	if len(verbs) > 0 {
+		sort.Strings(verbs)
+		if len(args) == 1 {
+			return command{}, nil, fmt.Errorf("%s needs a subcommand: %s", args[0], strings.Join(verbs, ", "))
+		}
+		return command{}, nil, fmt.Errorf("unknown subcommand %q of %s (one of %s)", args[1], args[0], strings.Join(verbs, ", "))
+	}
+	return command{}, nil, fmt.Errorf("unknown command %q (run `admin help`)", args[0])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: admin COMMAND [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-18s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, `
+The commands other than migrate and bootstrap call the admin API. They take
+--server, --token and --ca-file, else PORTCULLIS_SERVER, PORTCULLIS_TOKEN and
+PORTCULLIS_CA_FILE, else the config file written by `+"`admin login`"+`.
+Output is a table; -o json prints the API's answer, -o yaml the same as YAML.
+
+Run `+"`admin COMMAND -h`"+` for a command's flags.`)
+}
+
+// flags is a command's flag set. Its errors come back as usage errors and
+// its -h prints to stdout.
+type flags struct {
+	*flag.FlagSet
+	cmd command
+}
+
+func (e *env) newFlags(name string) *flags {
+	var cmd command
+	for _, c := range commands() {
+		if c.name == name {
+			cmd = c
+		}
+	}
+	fs := flag.NewFlagSet("admin "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stdout, "Usage: admin %s %s\n\n%s.\n\nFlags:\n", cmd.name, cmd.args, capitalize(cmd.summary))
+		fs.SetOutput(e.stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return &flags{FlagSet: fs, cmd: cmd}
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// parse parses args, with flags allowed anywhere among the positional
+// arguments (as kubectl allows), and checks the number of positional
+// arguments: at least min, at most max (max < 0: any).
+func (f *flags) parse(args []string, min, max int, names string) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				f.Usage()
+				return nil, err
+			}
+			return nil, exitError{exitUsage, err}
+		}
+		rest := f.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// flag.Parse drops a "--" terminator: everything after it is
+		// positional.
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	switch {
+	case len(pos) < min:
+		return nil, usageErr("missing %s (usage: admin %s %s)", names, f.cmd.name, f.cmd.args)
+	case max >= 0 && len(pos) > max:
+		return nil, usageErr("unexpected argument %q (usage: admin %s %s)", pos[max], f.cmd.name, f.cmd.args)
+	}
+	return pos, nil
+}
+
+// required checks that each named string flag is set.
+func required(vals ...string) error {
+	for i := 0; i+1 < len(vals); i += 2 {
+		if vals[i+1] == "" {
+			return usageErr("--%s is required", vals[i])
+		}
+	}
+	return nil
+}
+
+// stringList is a flag that may be repeated.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}

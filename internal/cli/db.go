@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/portcullis-dev/portcullis/internal/adminauth"
+	"github.com/portcullis-dev/portcullis/internal/database"
+	"github.com/portcullis-dev/portcullis/internal/envflag"
+)
+
+// The database commands run before any gateway does, so they talk to
+// PostgreSQL directly; their flags also come from the environment
+// (PORTCULLIS_DATABASE_URL), like the gateway's.
+func (e *env) parseDBFlags(f *flags, args []string) error {
+	err := envflag.Parse(f.FlagSet, "PORTCULLIS_", args, e.getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		f.Usage()
+		return err
+	}
+	if err != nil {
+		return exitError{exitUsage, err}
+	}
+	if f.NArg() > 0 {
+		return usageErr("unexpected argument %q", f.Arg(0))
+	}
+	return nil
+}
+
+func databaseFlag(f *flags) *string {
+	return f.String("database-url", "", "PostgreSQL URL (or PORTCULLIS_DATABASE_URL)")
+}
+
+// openDB checks the URL and connects.
+func openDB(ctx context.Context, u string) (*pgxpool.Pool, error) {
+	if u == "" {
+		return nil, usageErr("--database-url (PORTCULLIS_DATABASE_URL) is required")
+	}
+	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return nil, usageErr("--database-url must be a postgres:// URL")
+	}
+	return database.Open(ctx, u)
+}
+
+func cmdMigrate(e *env, args []string) error {
+	f := e.newFlags("migrate")
+	url := databaseFlag(f)
+	if err := e.parseDBFlags(f, args); err != nil {
+		return err
+	}
+	pool, err := openDB(e.ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := database.Migrate(e.ctx, pool)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		e.printf("database schema is up to date\n")
+		return nil
+	}
+	for _, v := range applied {
+		e.printf("applied migration %05d\n", v)
+	}
+	return nil
+}
+
+func cmdBootstrap(e *env, args []string) error {
+	f := e.newFlags("bootstrap")
+	url := databaseFlag(f)
+	name := f.String("name", "bootstrap", "name recorded for the token")
+	if err := e.parseDBFlags(f, args); err != nil {
+		return err
+	}
+	pool, err := openDB(e.ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := database.CheckCurrent(e.ctx, pool); err != nil {
+		return err
+	}
+	token, err := adminauth.NewStore(pool).Bootstrap(e.ctx, *name)
+	if err != nil {
+		return err
+	}
+	e.printf("%s\n", token)
+	return nil
+}

@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// document is one object read from the files of -f, with where it came
+// from, so that the server's errors about documents[i] can name the file.
+type document struct {
+	file  string
+	index int // 1-based, within the file
+	item  int // 0-based index in a List document; -1 when not from a List
+	json  []byte
+	meta  objectMeta
+}
+
+// objectMeta is what the CLI needs of an object to address it.
+type objectMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+func (d document) where() string {
+	s := fmt.Sprintf("%s, document %d", displayName(d.file), d.index)
+	if d.item >= 0 {
+		s += fmt.Sprintf(", items[%d]", d.item)
+	}
+	return s
+}
+
+func (m objectMeta) group() string {
+	if g, _, ok := strings.Cut(m.APIVersion, "/"); ok {
+		return g
+	}
+	return ""
+}
+
+// ref is the object as kubectl names it: validatingadmissionpolicy.admissionregistration.k8s.io/name.
+func ref(apiVersion, kind, name string) string {
+	t := strings.ToLower(kind)
+	if g, _, ok := strings.Cut(apiVersion, "/"); ok && g != "" {
+		t += "." + g
+	}
+	return t + "/" + name
+}
+
+// expandPaths turns -f arguments into files: a directory stands for its
+// *.yaml, *.yml and *.json files, sorted by name.
+func expandPaths(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		if p == "-" {
+			files = append(files, p)
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, exitError{exitUsage, err}
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, exitError{exitUsage, err}
+		}
+		var in []string
+		for _, en := range entries {
+			switch strings.ToLower(filepath.Ext(en.Name())) {
+			case ".yaml", ".yml", ".json":
+				if !en.IsDir() {
+					in = append(in, filepath.Join(p, en.Name()))
+				}
+			}
+		}
+		if len(in) == 0 {
+			return nil, usageErr("%s has no *.yaml, *.yml or *.json file", p)
+		}
+		sort.Strings(in)
+		files = append(files, in...)
+	}
+	return files, nil
+}
+
+// readDocuments reads every object of the files; a List (kind List or
+// any *List with items) stands for its items.
+func (e *env) readDocuments(paths []string) ([]document, error) {
+	files, err := expandPaths(paths)
+	if err != nil {
+		return nil, err
+	}
+	stdinUsed := false
+	var docs []document
+	for _, file := range files {
+		if file == "-" {
+			if stdinUsed {
+				return nil, usageErr("-f - given twice")
+			}
+			stdinUsed = true
+		}
+		b, err := e.readInput(file)
+		if err != nil {
+			return nil, err
+		}
+		ds, err := splitDocuments(file, b)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, ds...)
+	}
+	return docs, nil
+}
+
+func splitDocuments(file string, b []byte) ([]document, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	var docs []document
+	for n := 1; ; n++ {
+		chunk, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		at := document{file: file, index: n, item: -1}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at.where(), err)
+		}
+		j, err := yaml.YAMLToJSON(chunk)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", at.where(), err)
+		}
+		if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
+			// Empty documents (comments, a trailing ---) are skipped, as
+			// kubectl does, but they keep their number.
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(j, &obj); err != nil {
+			return nil, fmt.Errorf("%s: not an object", at.where())
+		}
+		var meta objectMeta
+		_ = json.Unmarshal(j, &meta)
+		if items, ok := obj["items"]; ok && strings.HasSuffix(meta.Kind, "List") {
+			var list []json.RawMessage
+			if err := json.Unmarshal(items, &list); err != nil {
+				return nil, fmt.Errorf("%s, field items: not a list", at.where())
+			}
+			for i, it := range list {
+				d := document{file: file, index: n, item: i, json: it}
+				if err := checkObject(&d); err != nil {
+					return nil, err
+				}
+				docs = append(docs, d)
+			}
+			continue
+		}
+		at.json = j
+		if err := checkObject(&at); err != nil {
+			return nil, err
+		}
+		docs = append(docs, at)
+	}
+}
+
+// checkObject reads the fields that address an object, so that a file
+// without them is refused here, naming the file.
+func checkObject(d *document) error {
+	if err := json.Unmarshal(d.json, &d.meta); err != nil {
+		return fmt.Errorf("%s: not an object: %w", d.where(), err)
+	}
+	switch {
+	case d.meta.APIVersion == "":
+		return fmt.Errorf("%s, field apiVersion: required", d.where())
+	case d.meta.Kind == "":
+		return fmt.Errorf("%s, field kind: required", d.where())
+	case d.meta.Metadata.Name == "":
+		return fmt.Errorf("%s, field metadata.name: required", d.where())
+	}
+	return nil
+}
+
+// multiDocument is the apply body: one YAML document per object (each in
+// its JSON form, which is YAML), so that the server's documents[i] is
+// docs[i].
+func multiDocument(docs []document) []byte {
+	var b bytes.Buffer
+	for i, d := range docs {
+		if i > 0 {
+			b.WriteString("\n---\n")
+		}
+		b.Write(d.json)
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+var documentRef = regexp.MustCompile(`documents\[(\d+)\](?:\.([^\s:,]+))?`)
+
+// documentNamer rewrites documents[i].field as FILE, document N, field
+// FIELD.
+func documentNamer(docs []document) func(string) string {
+	return func(s string) string {
+		return documentRef.ReplaceAllStringFunc(s, func(m string) string {
+			sub := documentRef.FindStringSubmatch(m)
+			i, err := strconv.Atoi(sub[1])
+			if err != nil || i < 0 || i >= len(docs) {
+				return m
+			}
+			out := docs[i].where()
+			if sub[2] != "" {
+				out += ", field " + sub[2]
+			}
+			return out
+		})
+	}
+}
+
+// nameDocuments makes a Status about documents[i] name the files.
+func nameDocuments(err error, docs []document) error {
+	var se *statusError
+	if errors.As(err, &se) {
+		se.where = documentNamer(docs)
+	}
+	return err
+}
