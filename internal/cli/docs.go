@@ -147,8 +147,8 @@ func splitDocuments(file string, b []byte) ([]document, error) {
 			return nil, fmt.Errorf("%s: %w", at.where(), err)
 		}
 		if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
-			// Empty documents (comments, a trailing ---) are skipped, as
-			// kubectl does, but they keep their number.
+			// A document of comments only is skipped, as kubectl does,
+			// but keeps its number.
 			continue
 		}
 		var obj map[string]json.RawMessage
