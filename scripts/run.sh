@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make run`: build, start PostgreSQL (unless PORTCULLIS_DATABASE_URL is
-# set), migrate, bootstrap an operator token, start the gateway, load the
-# demo, print how to use it, and keep the gateway in the foreground.
+# set), migrate, bootstrap an operator token, start the gateway, build the
+# demo with the admin CLI, print how to use it, and keep the gateway in the
+# foreground. Every step is idempotent, so `make run` can be run again on
+# the same state directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,14 +35,12 @@ if [ ! -s "$TOKEN_FILE" ]; then
 fi
 TOKEN="$(cat "$TOKEN_FILE" 2>/dev/null || echo '<shown once by the first `admin bootstrap` on this database>')"
 
-say "seeding the demo: tenant, cluster, baseline policies, namespaces"
-bin/demo seed --dir "$STATE/demo"
-
 say "starting the gateway"
 bin/gateway --dev --state-dir "$STATE" \
   --webhook-addr "$WEBHOOK_ADDR" --admin-addr "$ADMIN_ADDR" --metrics-addr "$METRICS_ADDR" &
 GW=$!
-trap 'kill -TERM $GW 2>/dev/null; wait $GW' INT TERM
+# The gateway stops with this script, also when a demo step fails.
+trap 'kill -TERM $GW 2>/dev/null; wait $GW' EXIT INT TERM
 
 for _ in $(seq 1 600); do
   if curl -fsS "http://$METRICS_ADDR/readyz" >/dev/null 2>&1; then break; fi
@@ -53,31 +53,90 @@ CA="$STATE/tls/ca.crt"
 WEBHOOK_URL="https://${WEBHOOK_ADDR/127.0.0.1/localhost}"
 ADMIN_URL="https://${ADMIN_ADDR/127.0.0.1/localhost}"
 
-say "sending two Pod reviews to the demo tenant, as an apiserver would"
-bin/demo send --url "$WEBHOOK_URL/t/demo/validate" --ca "$CA" --dir "$STATE/demo"
+DEMO="$STATE/demo"
+# The demo's own login, so that a config file of the user's is left alone.
+export PORTCULLIS_CONFIG="$STATE/config.yaml"
+
+build_demo() {
+  local tenants clusters review
+  say "admin login"
+  bin/admin login --server "$ADMIN_URL" --token "$TOKEN" --ca-file "$CA"
+
+  # The answers are read whole before grep looks at them: grep -q stopping
+  # early must not fail the command it reads from.
+  tenants="$(bin/admin tenant list -o json)"
+  if grep -q '"name": *"demo"' <<<"$tenants"; then
+    say "tenant demo exists"
+  else
+    say "admin tenant create demo"
+    bin/admin tenant create demo --display-name "Demo tenant"
+  fi
+
+  clusters="$(bin/admin cluster list --tenant demo -o json)"
+  if ! grep -q '"name": *"kind-demo"' <<<"$clusters"; then
+    say "admin cluster create kind-demo --tenant demo --auth token --out $DEMO"
+    bin/admin cluster create kind-demo --tenant demo --auth token --labels env=dev --out "$DEMO"
+  elif [ ! -s "$DEMO/kubeconfig.yaml" ]; then
+    say "cluster kind-demo exists but $DEMO/kubeconfig.yaml does not: admin credential create --out $DEMO"
+    bin/admin credential create --tenant demo --cluster kind-demo --auth token --description "make run demo" --out "$DEMO"
+  else
+    say "cluster kind-demo exists (its kubeconfig is $DEMO/kubeconfig.yaml)"
+  fi
+
+  # The namespaces as \`kubectl get namespaces -o yaml\` would print them, and
+  # two Pod reviews: one the baseline policies allow, one they deny.
+  bin/demo files --samples samples/baseline --out "$DEMO"
+
+  say "admin namespaces import --tenant demo --cluster kind-demo -f $DEMO/namespaces.yaml"
+  bin/admin namespaces import --tenant demo --cluster kind-demo -f "$DEMO/namespaces.yaml"
+
+  say "admin apply --tenant demo -f samples/baseline/"
+  bin/admin apply --tenant demo -f samples/baseline/
+
+  for review in allowed-pod denied-pod; do
+    say "admin test --tenant demo --cluster kind-demo -f $DEMO/$review.json"
+    bin/admin test --tenant demo --cluster kind-demo -f "$DEMO/$review.json"
+  done
+
+  say "sending the same two reviews to the webhook, as an apiserver would"
+  bin/demo send --url "$WEBHOOK_URL/t/demo/validate" --ca "$CA" --dir "$DEMO"
+}
+
+if [ -s "$TOKEN_FILE" ]; then
+  build_demo
+else
+  say "no operator token in $TOKEN_FILE (this database was bootstrapped before): skipping the demo"
+fi
 
 cat <<EOT
 
 Portcullis is running.
 
   webhook   $WEBHOOK_URL      (apiservers call /t/<tenant>/validate)
-  admin     $ADMIN_URL      (REST API under /api/v1)
+  admin     $ADMIN_URL      (REST API under /api/v1, OpenAPI at /api/v1/openapi.json)
   metrics   http://$METRICS_ADDR       (/livez /readyz /metrics)
   CA file   $CA
   database  $PORTCULLIS_DATABASE_URL
   operator token (kept in $TOKEN_FILE):
             $TOKEN
 
-Demo: tenant "demo", cluster "kind-demo" (bearer token in $STATE/demo/token),
+Demo: tenant "demo" with cluster "kind-demo" (its apiserver files are in $DEMO),
 the 10 baseline policies from samples/baseline, and two sample reviews.
-Each answer is logged as an "admission decision" line.
+Each webhook answer is logged as an "admission decision" line.
 
-Try it:
-  # the webhook, as an apiserver calls it (allowed-pod.json or denied-pod.json):
-  curl --cacert $CA -H "Authorization: Bearer \$(cat $STATE/demo/token)" -H "Content-Type: application/json" \\
-       --data @$STATE/demo/denied-pod.json "$WEBHOOK_URL/t/demo/validate?timeout=10s"
-  # the admin API:
-  curl --cacert $CA -H "Authorization: Bearer \$(cat $TOKEN_FILE)" $ADMIN_URL/api/v1/whoami
+Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
+  export PORTCULLIS_CONFIG=$PORTCULLIS_CONFIG
+  bin/admin get policies --tenant demo
+  bin/admin get bindings --tenant demo
+  bin/admin get namespaces --tenant demo --cluster kind-demo
+  bin/admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json --explain
+  bin/admin history --tenant demo vap baseline-no-privileged
+  bin/admin credential list --tenant demo --cluster kind-demo
+  bin/admin audit --tenant demo
+  bin/admin help
+The webhook, as an apiserver calls it (allowed-pod.json or denied-pod.json):
+  curl --cacert $CA -H "Authorization: Bearer \$(sed -n 's/^ *token: //p' $DEMO/kubeconfig.yaml)" \\
+       -H "Content-Type: application/json" --data @$DEMO/denied-pod.json "$WEBHOOK_URL/t/demo/validate?timeout=10s"
 
 Ctrl-C stops the gateway. The local PostgreSQL keeps running; \`make db-stop\` stops it.
 EOT

@@ -1,12 +1,13 @@
-// Command demo seeds the `make run` demo: tenant "demo", cluster "kind-demo"
-// with a bearer token, the baseline policy set from samples/baseline, the
-// cluster's namespace inventory, and two AdmissionReviews (one the policies
-// allow, one they deny) to send to the webhook. It is idempotent.
+// Command demo helps `make run` build its demo, which is otherwise made
+// with the admin CLI: files writes the demo cluster's namespace inventory
+// (as `kubectl get namespaces -o yaml` prints it) and two AdmissionReviews
+// (one the baseline policies allow, one they deny); send posts the reviews
+// to the webhook as an apiserver would, with the credential of the
+// kubeconfig that `admin cluster create --out` wrote, and prints the
+// verdicts.
 //
-//	demo seed --database-url URL --samples samples/baseline --out .portcullis/demo
+//	demo files --samples samples/baseline --out .portcullis/demo
 //	demo send --url https://localhost:8443/t/demo/validate --ca CA --dir .portcullis/demo
-//
-// send posts the two reviews as an apiserver would and prints the verdicts.
 package main
 
 import (
@@ -28,34 +29,25 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/portcullis-dev/portcullis/internal/database"
-	"github.com/portcullis-dev/portcullis/internal/policystore"
-	"github.com/portcullis-dev/portcullis/internal/tenancy"
-)
-
-const (
-	tenantName  = "demo"
-	clusterName = "kind-demo"
+	"sigs.k8s.io/yaml"
 )
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "seed" && os.Args[1] != "send") {
-		fmt.Fprintln(os.Stderr, "usage: demo seed|send [flags]")
+	if len(os.Args) < 2 || (os.Args[1] != "files" && os.Args[1] != "send") {
+		fmt.Fprintln(os.Stderr, "usage: demo files|send [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("demo "+os.Args[1], flag.ExitOnError)
-	url := fs.String("database-url", os.Getenv("PORTCULLIS_DATABASE_URL"), "PostgreSQL URL (seed)")
-	samples := fs.String("samples", "samples/baseline", "directory with policies.yaml, bindings.yaml and pod.json (seed)")
-	dir := fs.String("dir", ".portcullis/demo", "directory for the token and the sample reviews")
+	samples := fs.String("samples", "samples/baseline", "directory with pod.json (files)")
+	dir := fs.String("dir", ".portcullis/demo", "directory of the demo's files and kubeconfig.yaml")
 	webhookURL := fs.String("url", "", "the tenant's validate URL (send)")
 	ca := fs.String("ca", ".portcullis/tls/ca.crt", "CA of the gateway's serving certificate (send)")
 	_ = fs.Parse(os.Args[2:])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var err error
-	if os.Args[1] == "seed" {
-		err = seed(ctx, *url, *samples, *dir)
+	if os.Args[1] == "files" {
+		err = files(*samples, *dir)
 	} else {
 		err = send(ctx, *webhookURL, *ca, *dir)
 	}
@@ -63,6 +55,31 @@ func main() {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// kubeconfigToken reads the bearer token of the kubeconfig that `admin
+// cluster create --out` wrote.
+func kubeconfigToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var kc struct {
+		Users []struct {
+			User struct {
+				Token string `json:"token"`
+			} `json:"user"`
+		} `json:"users"`
+	}
+	if err := yaml.Unmarshal(b, &kc); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	for _, u := range kc.Users {
+		if u.User.Token != "" {
+			return u.User.Token, nil
+		}
+	}
+	return "", fmt.Errorf("%s has no bearer token (the demo cluster uses --auth token)", path)
 }
 
 // send posts each sample review and prints the gateway's verdict.
@@ -75,7 +92,7 @@ func send(ctx context.Context, url, caFile, dir string) error {
 	roots.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
-	token, err := os.ReadFile(filepath.Join(dir, "token"))
+	token, err := kubeconfigToken(filepath.Join(dir, "kubeconfig.yaml"))
 	if err != nil {
 		return err
 	}
@@ -86,7 +103,7 @@ func send(ctx context.Context, url, caFile, dir string) error {
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"?timeout=10s", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := client.Do(req)
 		if err != nil {
 			return err
@@ -112,71 +129,32 @@ func send(ctx context.Context, url, caFile, dir string) error {
 	return nil
 }
 
-func seed(ctx context.Context, url, samples, out string) error {
-	pool, err := database.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	ts := tenancy.NewStore(pool, nil)
-	ps := policystore.New(pool)
-
-	tenant, err := ts.FindTenantByName(ctx, tenantName)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
-		tenant, err = ts.CreateTenant(ctx, tenantName, "Demo tenant")
-	}
-	if err != nil {
-		return fmt.Errorf("tenant: %w", err)
-	}
-	cluster, err := ts.FindClusterByName(ctx, tenant.ID, clusterName)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
-		cluster, err = ts.CreateCluster(ctx, tenant.ID, clusterName, map[string]string{"env": "dev"})
-	}
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
+// files writes namespaces.yaml, allowed-pod.json and denied-pod.json.
+func files(samples, out string) error {
 	if err := os.MkdirAll(out, 0o700); err != nil {
 		return err
 	}
-	tokenFile := filepath.Join(out, "token")
-	if _, err := os.Stat(tokenFile); errors.Is(err, os.ErrNotExist) {
-		issued, err := ts.CreateToken(ctx, tenant.ID, cluster.ID, tenancy.CredentialOptions{Description: "make run demo"})
-		if err != nil {
-			return fmt.Errorf("token: %w", err)
-		}
-		if err := os.WriteFile(tokenFile, []byte(issued.Token+"\n"), 0o600); err != nil {
-			return err
-		}
-	}
-
-	for _, f := range []string{"policies.yaml", "bindings.yaml"} {
-		b, err := os.ReadFile(filepath.Join(samples, f))
-		if err != nil {
-			return err
-		}
-		for i, doc := range splitYAML(b) {
-			if _, err := ps.Apply(ctx, tenant.ID, "make-run-demo", doc); err != nil {
-				return fmt.Errorf("%s, document %d: %w", f, i+1, err)
-			}
-		}
-	}
-
-	var nss []*corev1.Namespace
-	for name, labels := range map[string]map[string]string{
-		"default": nil, "kube-system": nil, "shop": {"env": "prod", "team": "checkout"},
-	} {
-		l := map[string]string{"kubernetes.io/metadata.name": name}
-		for k, v := range labels {
+	list := corev1.NamespaceList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	for _, ns := range []struct {
+		name   string
+		labels map[string]string
+	}{{"default", nil}, {"kube-system", nil}, {"shop", map[string]string{"env": "prod", "team": "checkout"}}} {
+		l := map[string]string{"kubernetes.io/metadata.name": ns.name}
+		for k, v := range ns.labels {
 			l[k] = v
 		}
-		nss = append(nss, &corev1.Namespace{
+		list.Items = append(list.Items, corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l},
+			ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: l},
 			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
 		})
 	}
-	if err := ps.ReplaceNamespaces(ctx, tenant.ID, cluster.ID, nss); err != nil {
-		return fmt.Errorf("namespaces: %w", err)
+	nsYAML, err := yaml.Marshal(list)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "namespaces.yaml"), nsYAML, 0o644); err != nil {
+		return err
 	}
 
 	pod, err := os.ReadFile(filepath.Join(samples, "pod.json"))
@@ -187,29 +165,30 @@ func seed(ctx context.Context, url, samples, out string) error {
 	if err := json.Unmarshal(pod, &bad); err != nil {
 		return fmt.Errorf("pod.json: %w", err)
 	}
-	spec := bad["spec"].(map[string]any)
-	c0 := spec["containers"].([]any)[0].(map[string]any)
+	spec, ok := bad["spec"].(map[string]any)
+	if !ok {
+		return errors.New("pod.json: no spec")
+	}
+	containers, ok := spec["containers"].([]any)
+	if !ok || len(containers) == 0 {
+		return errors.New("pod.json: no containers")
+	}
+	c0, ok := containers[0].(map[string]any)
+	if !ok {
+		return errors.New("pod.json: containers[0] is not an object")
+	}
 	c0["image"] = "docker.io/library/nginx:latest"
 	c0["securityContext"] = map[string]any{"privileged": true}
-	badPod, _ := json.Marshal(bad)
+	badPod, err := json.Marshal(bad)
+	if err != nil {
+		return err
+	}
 	for name, obj := range map[string][]byte{"allowed-pod.json": pod, "denied-pod.json": badPod} {
 		if err := os.WriteFile(filepath.Join(out, name), review(name, obj), 0o644); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("tenant %q, cluster %q: baseline policies applied, namespaces uploaded\n", tenant.Name, cluster.Name)
 	return nil
-}
-
-// splitYAML splits a multi-document YAML file, dropping empty documents.
-func splitYAML(b []byte) [][]byte {
-	var docs [][]byte
-	for _, d := range bytes.Split(b, []byte("\n---")) {
-		if len(bytes.TrimSpace(d)) > 0 && strings.Contains(string(d), "kind:") {
-			docs = append(docs, d)
-		}
-	}
-	return docs
 }
 
 func review(uid string, pod []byte) []byte {

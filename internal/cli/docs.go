@@ -196,18 +196,18 @@ func checkObject(d *document) error {
 	return nil
 }
 
-// multiDocument is the apply body: one YAML document per object (each in
-// its JSON form, which is YAML), so that the server's documents[i] is
-// docs[i].
-func multiDocument(docs []document) []byte {
+// applyBody is the apply body: a JSON array with one element per object,
+// so that the server's documents[i] is docs[i].
+func applyBody(docs []document) []byte {
 	var b bytes.Buffer
+	b.WriteByte('[')
 	for i, d := range docs {
 		if i > 0 {
-			b.WriteString("\n---\n")
+			b.WriteString(",\n")
 		}
 		b.Write(d.json)
 	}
-	b.WriteByte('\n')
+	b.WriteString("]\n")
 	return b.Bytes()
 }
 

@@ -48,7 +48,7 @@ func cmdApply(e *env, args []string) error {
 	}
 	// One request for every file: an apply is all or nothing.
 	raw, err := cl.do(e, request{method: http.MethodPost, path: apiPath("tenants", *tenant, "apply"), query: q,
-		body: multiDocument(docs), contentType: "application/yaml"})
+		body: applyBody(docs), contentType: "application/json"})
 	if err != nil {
 		return nameDocuments(err, docs)
 	}
