@@ -1,0 +1,417 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-dev/portcullis/internal/adminauth"
+	"github.com/portcullis-dev/portcullis/internal/cli"
+	"github.com/portcullis-dev/portcullis/internal/pgtest"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/cli")
+
+// adminCLI runs `admin` against a real gateway, as a user would.
+type adminCLI struct {
+	t   *testing.T
+	env map[string]string
+}
+
+func (a *adminCLI) run(args ...string) (int, string, string) {
+	a.t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Run(context.Background(), args, &out, &errOut, func(k string) string { return a.env[k] })
+	return code, out.String(), errOut.String()
+}
+
+// ok runs a command that must succeed and returns its output.
+func (a *adminCLI) ok(args ...string) string {
+	a.t.Helper()
+	code, out, stderr := a.run(args...)
+	if code != 0 {
+		a.t.Fatalf("admin %s: exit %d\n%s%s", strings.Join(args, " "), code, out, stderr)
+	}
+	return out
+}
+
+// fails runs a command that must fail with code and say want on stderr.
+func (a *adminCLI) fails(code int, want string, args ...string) string {
+	a.t.Helper()
+	got, out, stderr := a.run(args...)
+	if got != code || !strings.Contains(stderr, want) {
+		a.t.Fatalf("admin %s: exit %d, stderr %q (stdout %q); want exit %d and %q", strings.Join(args, " "), got, stderr, out, code, want)
+	}
+	return stderr
+}
+
+var (
+	cellSep  = regexp.MustCompile(`\s{3,}`)
+	duration = regexp.MustCompile(`^(in |expired )?(\d+[smhdy])+( ago)?$`)
+)
+
+// golden compares output with testdata/cli/NAME. In tables, durations (AGE,
+// LAST USED, EXPIRES) become <age> and the columns are aligned again, so
+// the files do not depend on how long the test took.
+func golden(t *testing.T, name, out string, table bool) {
+	t.Helper()
+	if table {
+		var b bytes.Buffer
+		tw := tabwriter.NewWriter(&b, 0, 8, 3, ' ', 0)
+		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			cells := cellSep.Split(line, -1)
+			for i, c := range cells {
+				if m := duration.FindStringSubmatch(c); m != nil {
+					cells[i] = m[1] + "<age>" + m[3]
+				}
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+		tw.Flush()
+		out = b.String()
+	}
+	path := filepath.Join("testdata", "cli", name)
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/gateway -run TestCLI -update)", err)
+	}
+	if out != string(want) {
+		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s--- want\n%s", name, out, want)
+	}
+}
+
+// kubeconfigToken reads the bearer token of a kubeconfig written by the CLI.
+func kubeconfigToken(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kc struct {
+		Users []struct {
+			User struct {
+				Token string `json:"token"`
+			} `json:"user"`
+		} `json:"users"`
+	}
+	if err := yaml.Unmarshal(b, &kc); err != nil || len(kc.Users) != 1 || kc.Users[0].User.Token == "" {
+		t.Fatalf("kubeconfig %s: %v\n%s", path, err, b)
+	}
+	return kc.Users[0].User.Token
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const cliNamespaces = `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: default, labels: {kubernetes.io/metadata.name: default}}
+  status: {phase: Active}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: kube-system, labels: {kubernetes.io/metadata.name: kube-system}}
+  status: {phase: Active}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: shop, labels: {kubernetes.io/metadata.name: shop, env: prod, team: checkout}}
+  status: {phase: Active}
+`
+
+// TestCLINewcomerPath is issue #13's newcomer's path, driven through the
+// admin CLI against a real gateway and PostgreSQL: create a tenant and a
+// cluster, apply the baseline policies, test a good and a bad review, and
+// check that the real webhook, called with the credential the CLI wrote,
+// gives the same verdicts.
+func TestCLINewcomerPath(t *testing.T) {
+	samples, err := filepath.Abs(filepath.Join("..", "..", "samples", "baseline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodPodJSON, err := os.ReadFile(filepath.Join(samples, "pod.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newE2E(t, pgtest.URL(t))
+	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Relative paths in the output keep the golden files stable.
+	work := t.TempDir()
+	t.Chdir(work)
+	a := &adminCLI{t: t, env: map[string]string{
+		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile,
+		"HOME": work,
+	}}
+
+	// login checks the token, then the file alone is enough.
+	out := a.ok("login")
+	if !strings.Contains(out, `"e2e-operator"`) || !strings.Contains(out, "operator") {
+		t.Fatalf("login: %q", out)
+	}
+	cfgFile := filepath.Join(work, ".config", "portcullis", "config.yaml")
+	if st, err := os.Stat(cfgFile); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("config file: %v %v", st, err)
+	}
+	a.env = map[string]string{"HOME": work}
+	if out := a.ok("whoami"); !strings.Contains(out, "e2e-operator") {
+		t.Fatalf("whoami from the config file: %q", out)
+	}
+	(&adminCLI{t: t, env: map[string]string{"HOME": work, "PORTCULLIS_TOKEN": "adm_wrong"}}).fails(1, "Unauthorized", "tenant", "list")
+	(&adminCLI{t: t, env: map[string]string{"HOME": t.TempDir()}}).fails(2, "admin login --server URL --token T", "tenant", "list")
+	a.fails(1, "checking the token", "login", "--server", e.m.AdminURL(), "--token", "adm_wrong", "--ca-file", e.m.CAFile)
+
+	// Tenant and cluster.
+	golden(t, "tenant-create.txt", a.ok("tenant", "create", "acme", "--display-name", "Acme Corp"), false)
+	a.fails(1, "already exists", "tenant", "create", "acme")
+	a.ok("tenant", "create", "globex")
+	golden(t, "tenant-list.txt", a.ok("tenant", "list"), true)
+	var tenants struct{ Items []struct{ Name string } }
+	if err := json.Unmarshal([]byte(a.ok("tenant", "list", "-o", "json")), &tenants); err != nil || len(tenants.Items) != 2 {
+		t.Fatalf("tenant list -o json: %v %+v", err, tenants)
+	}
+
+	out = a.ok("cluster", "create", "prod-eu", "--tenant", "acme", "--auth", "token", "--labels", "env=prod,region=eu", "--out", "out/prod-eu")
+	golden(t, "cluster-create.txt", out, false)
+	for name, mode := range map[string]os.FileMode{"kubeconfig.yaml": 0o600, "admission-configuration.yaml": 0o644, "webhooks.yaml": 0o644} {
+		st, err := os.Stat(filepath.Join("out", "prod-eu", name))
+		if err != nil || st.Mode().Perm() != mode {
+			t.Fatalf("%s: %v %v, want mode %v", name, st, err, mode)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join("out", "prod-eu", "webhooks.yaml")); !strings.Contains(string(b), "/t/acme/validate") {
+		t.Fatalf("webhooks.yaml does not call the tenant's path:\n%s", b)
+	}
+	token := kubeconfigToken(t, filepath.Join("out", "prod-eu", "kubeconfig.yaml"))
+	golden(t, "cluster-list.txt", a.ok("cluster", "list", "--tenant", "acme"), true)
+
+	// Namespaces first, as the wiring paragraph says.
+	writeFile(t, "namespaces.yaml", cliNamespaces)
+	golden(t, "namespaces-import.txt", a.ok("namespaces", "import", "--tenant", "acme", "--cluster", "prod-eu", "-f", "namespaces.yaml"), false)
+	golden(t, "get-namespaces.txt", a.ok("get", "namespaces", "--tenant", "acme", "--cluster", "prod-eu"), true)
+
+	// The baseline policies.
+	golden(t, "apply-baseline.txt", a.ok("apply", "--tenant", "acme", "-f", samples+"/"), false)
+	golden(t, "apply-baseline-again.txt", a.ok("apply", "--tenant", "acme", "-f", samples), false)
+	golden(t, "get-policies.txt", a.ok("get", "policies", "--tenant", "acme"), true)
+	golden(t, "get-bindings.txt", a.ok("get", "bindings", "--tenant", "acme"), true)
+	var policy map[string]any
+	if err := json.Unmarshal([]byte(a.ok("get", "policies", "baseline-no-privileged", "--tenant", "acme", "-o", "json")), &policy); err != nil || policy["kind"] != "ValidatingAdmissionPolicy" {
+		t.Fatalf("get policies NAME -o json: %v %v", err, policy)
+	}
+	if out := a.ok("get", "VAP", "baseline-no-privileged", "--tenant", "acme", "-o", "yaml"); !strings.Contains(out, "kind: ValidatingAdmissionPolicy\n") {
+		t.Fatalf("get VAP NAME -o yaml:\n%s", out)
+	}
+
+	// A good and a bad review: allow and deny, from admin test and from the
+	// real webhook with the credential the CLI wrote.
+	hostNetwork := strings.Replace(string(goodPodJSON), `"serviceAccountName": "api",`, `"serviceAccountName": "api", "hostNetwork": true,`, 1)
+	if hostNetwork == string(goodPodJSON) {
+		t.Fatal("could not make the bad pod")
+	}
+	reviews := map[string]string{
+		"good": podReview("admission.k8s.io/v1", "good-1", "shop", string(goodPodJSON), false),
+		"bad":  podReview("admission.k8s.io/v1", "bad-1", "shop", hostNetwork, false),
+	}
+	want := map[string]bool{"good": true, "bad": false}
+	waitAccepted(t, e, token)
+	for _, name := range []string{"good", "bad"} {
+		file := writeFile(t, name+"-review.json", reviews[name])
+		golden(t, "test-"+name+".txt", a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", file), false)
+		var fromCLI struct {
+			Response struct {
+				UID     string
+				Allowed bool
+				Status  *struct{ Code int; Message string }
+			}
+		}
+		if err := json.Unmarshal([]byte(a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", file, "-o", "json")), &fromCLI); err != nil {
+			t.Fatalf("test -o json: %v", err)
+		}
+		code, body := e.post(e.client, "/t/acme/validate?timeout=10s", token, "application/json", reviews[name])
+		if code != 200 {
+			t.Fatalf("webhook: %d %s", code, body)
+		}
+		fromWebhook := verify(t, "admission.k8s.io/v1", name+"-1", body)
+		if fromCLI.Response.Allowed != want[name] || fromWebhook.Allowed != want[name] {
+			t.Fatalf("%s review: admin test allowed=%v, webhook allowed=%v, want %v", name, fromCLI.Response.Allowed, fromWebhook.Allowed, want[name])
+		}
+		if !want[name] && (fromCLI.Response.Status == nil || fromWebhook.Result == nil || fromCLI.Response.Status.Message != fromWebhook.Result.Message) {
+			t.Fatalf("%s review: admin test and the webhook disagree on the message:\n%+v\n%+v", name, fromCLI.Response.Status, fromWebhook.Result)
+		}
+	}
+	golden(t, "test-bad-explain.txt", a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", "bad-review.json", "--explain"), false)
+	// A bare object is reviewed as a CREATE.
+	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", filepath.Join(samples, "pod.json")); out != "allowed\n" {
+		t.Fatalf("test with a bare Pod: %q", out)
+	}
+}
+
+func waitAccepted(t *testing.T, e *e2e, token string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, _ := e.post(e.client, "/t/acme/validate", token, "application/json", podReview("admission.k8s.io/v1", "probe", "default", goodPod, false))
+		if code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook still answers %d 5s after the credential was issued", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const (
+	cliPolicy = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: require-team}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+    message: "the team label is required"
+`
+	cliBinding = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: require-team}
+spec:
+  policyName: require-team
+  validationActions: [Deny]
+`
+)
+
+// TestCLIPolicyLifecycle drives apply errors, history, diff, rollback,
+// delete, credentials and tokens through the CLI against a real gateway.
+func TestCLIPolicyLifecycle(t *testing.T) {
+	e := newE2E(t, pgtest.URL(t))
+	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	t.Chdir(work)
+	a := &adminCLI{t: t, env: map[string]string{
+		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	a.ok("tenant", "create", "acme")
+	a.ok("cluster", "create", "prod", "--tenant", "acme", "--out", "prod")
+
+	// Errors name the file, the document and the field; nothing is
+	// written when one document of the invocation is bad.
+	if err := os.Mkdir("policies", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, "policies/1-policy.yaml", cliPolicy)
+	writeFile(t, "policies/2-binding.yaml", "# the binding\n---\n"+strings.Replace(cliBinding, "policyName: require-team\n", "", 1))
+	stderr := a.fails(1, "policies/2-binding.yaml, document 2", "apply", "--tenant", "acme", "-f", "policies")
+	if !strings.Contains(stderr, "spec.policyName") {
+		t.Fatalf("the error does not name the field:\n%s", stderr)
+	}
+	if out := a.ok("get", "policies", "--tenant", "acme"); out != "No policies found.\n" {
+		t.Fatalf("a refused apply wrote something:\n%s", out)
+	}
+	writeFile(t, "typo.yaml", strings.Replace(cliBinding, "kind: ValidatingAdmissionPolicyBinding", "kind: ValidatingAdmissionPolicyBindng", 1))
+	a.fails(1, "typo.yaml, document 1", "apply", "--tenant", "acme", "-f", "typo.yaml")
+	a.fails(2, "missing.yaml: no such file", "apply", "--tenant", "acme", "-f", "missing.yaml")
+
+	// Dry run, then the real apply, from stdin too.
+	writeFile(t, "policies/2-binding.yaml", cliBinding)
+	golden(t, "apply-dry-run.txt", a.ok("apply", "--tenant", "acme", "-f", "policies", "--dry-run"), false)
+	if out := a.ok("get", "policies", "--tenant", "acme"); out != "No policies found.\n" {
+		t.Fatalf("a dry run wrote something:\n%s", out)
+	}
+	a.ok("apply", "--tenant", "acme", "-f", "policies")
+
+	// A second version, then history, diff and rollback.
+	writeFile(t, "policy-v2.yaml", strings.Replace(cliPolicy, "the team label is required", "every pod needs a team label", 1))
+	a.ok("apply", "--tenant", "acme", "-f", "policy-v2.yaml")
+	golden(t, "history.txt", a.ok("history", "--tenant", "acme", "vap", "require-team"), true)
+	if out := a.ok("diff", "--tenant", "acme", "vap", "require-team", "--from", "1"); !strings.Contains(out, "-    message: the team label is required") ||
+		!strings.Contains(out, "+    message: every pod needs a team label") {
+		t.Fatalf("diff:\n%s", out)
+	}
+	golden(t, "rollback.txt", a.ok("rollback", "--tenant", "acme", "ValidatingAdmissionPolicy", "require-team", "--to", "1"), false)
+	if out := a.ok("get", "vap", "require-team", "--tenant", "acme", "-o", "yaml"); !strings.Contains(out, "the team label is required") {
+		t.Fatalf("after the rollback:\n%s", out)
+	}
+	a.fails(1, "NotFound", "history", "--tenant", "acme", "vap", "no-such-policy")
+	a.fails(1, "NotFound", "rollback", "--tenant", "acme", "vap", "require-team", "--to", "99")
+
+	// A viewer may read but not write.
+	out := a.ok("token", "create", "--name", "acme-viewer", "--role", "viewer", "--tenant", "acme")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	viewer := &adminCLI{t: t, env: map[string]string{
+		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": lines[len(lines)-1], "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	viewer.ok("get", "bindings", "--tenant", "acme")
+	viewer.fails(1, "Forbidden", "delete", "--tenant", "acme", "vapb", "require-team")
+	viewer.fails(1, "NotFound", "get", "policies", "--tenant", "globex")
+	golden(t, "token-list.txt", a.ok("token", "list"), true)
+
+	// Delete by file and by name.
+	golden(t, "delete-file.txt", a.ok("delete", "--tenant", "acme", "-f", "policies/2-binding.yaml"), false)
+	golden(t, "delete-name.txt", a.ok("delete", "--tenant", "acme", "vap", "require-team"), false)
+	a.fails(1, "policies/2-binding.yaml, document 1", "delete", "--tenant", "acme", "-f", "policies/2-binding.yaml")
+
+	// Credentials: a second one for rotation without downtime, then the
+	// first revoked; the webhook refuses it at once and takes the new one.
+	first := kubeconfigToken(t, filepath.Join("prod", "kubeconfig.yaml"))
+	out = a.ok("credential", "create", "--tenant", "acme", "--cluster", "prod", "--description", "rotation", "--out", "prod-2")
+	second := kubeconfigToken(t, filepath.Join("prod-2", "kubeconfig.yaml"))
+	if !strings.Contains(out, "credential 2 (token) issued") || !strings.Contains(out, "token: "+second) {
+		t.Fatalf("credential create:\n%s", out)
+	}
+	golden(t, "credential-list.txt", a.ok("credential", "list", "--tenant", "acme", "--cluster", "prod"), true)
+	golden(t, "credential-revoke.txt", a.ok("credential", "revoke", "1", "--tenant", "acme", "--cluster", "prod"), false)
+	waitAccepted(t, e, second)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, _ := e.post(e.client, "/t/acme/validate", first, "application/json", podReview("admission.k8s.io/v1", "r", "default", goodPod, false))
+		if code == 401 || code == 403 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the revoked credential still gets %d", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// The audit log saw it all.
+	out = a.ok("audit", "--tenant", "acme")
+	for _, want := range []string{"e2e-operator", "rolled back", "require-team"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit does not show %q:\n%s", want, out)
+		}
+	}
+
+	a.ok("cluster", "delete", "prod", "--tenant", "acme")
+	a.ok("tenant", "delete", "acme")
+	a.fails(1, "NotFound", "cluster", "list", "--tenant", "acme")
+}
