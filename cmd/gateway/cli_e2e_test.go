@@ -21,7 +21,17 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/cli")
+var (
+	updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/cli")
+	// goldenDir is absolute: the CLI tests change the working directory.
+	goldenDir = func() string {
+		wd, err := os.Getwd()
+		if err != nil {
+			panic(err)
+		}
+		return filepath.Join(wd, "testdata", "cli")
+	}()
+)
 
 // adminCLI runs `admin` against a real gateway, as a user would.
 type adminCLI struct {
@@ -81,7 +91,7 @@ func golden(t *testing.T, name, out string, table bool) {
 		tw.Flush()
 		out = b.String()
 	}
-	path := filepath.Join("testdata", "cli", name)
+	path := filepath.Join(goldenDir, name)
 	if *updateGolden {
 		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
@@ -373,17 +383,44 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	viewer.ok("get", "bindings", "--tenant", "acme")
 	viewer.fails(1, "Forbidden", "delete", "--tenant", "acme", "vapb", "require-team")
 	viewer.fails(1, "NotFound", "get", "policies", "--tenant", "globex")
-	golden(t, "token-list.txt", a.ok("token", "list"), true)
 
 	// Delete by file and by name.
 	golden(t, "delete-file.txt", a.ok("delete", "--tenant", "acme", "-f", "policies/2-binding.yaml"), false)
 	golden(t, "delete-name.txt", a.ok("delete", "--tenant", "acme", "vap", "require-team"), false)
 	a.fails(1, "policies/2-binding.yaml, document 1", "delete", "--tenant", "acme", "-f", "policies/2-binding.yaml")
 
+	// The audit log saw it all.
+	out = a.ok("audit", "--tenant", "acme")
+	for _, want := range []string{"e2e-operator", "require-team"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit does not show %q:\n%s", want, out)
+		}
+	}
+
+}
+
+// TestCLICredentialsAndTokens drives credentials, admin tokens, the audit
+// log and deletion through the CLI against a real gateway.
+func TestCLICredentialsAndTokens(t *testing.T) {
+	e := newE2E(t, pgtest.URL(t))
+	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	t.Chdir(work)
+	a := &adminCLI{t: t, env: map[string]string{
+		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	a.ok("tenant", "create", "acme")
+	a.ok("cluster", "create", "prod", "--tenant", "acme", "--out", "prod")
+	a.fails(2, "--out is required", "cluster", "create", "prod", "--tenant", "acme")
+	a.fails(1, "already exists", "cluster", "create", "prod", "--tenant", "acme", "--out", "again")
+	a.fails(1, `tenant "globex" not found`, "cluster", "create", "prod", "--tenant", "globex", "--out", "again")
+
 	// Credentials: a second one for rotation without downtime, then the
 	// first revoked; the webhook refuses it at once and takes the new one.
 	first := kubeconfigToken(t, filepath.Join("prod", "kubeconfig.yaml"))
-	out = a.ok("credential", "create", "--tenant", "acme", "--cluster", "prod", "--description", "rotation", "--out", "prod-2")
+	out := a.ok("credential", "create", "--tenant", "acme", "--cluster", "prod", "--description", "rotation", "--out", "prod-2")
 	second := kubeconfigToken(t, filepath.Join("prod-2", "kubeconfig.yaml"))
 	if !strings.Contains(out, "credential 2 (token) issued") || !strings.Contains(out, "token: "+second) {
 		t.Fatalf("credential create:\n%s", out)
@@ -403,15 +440,45 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	// Certificates and basic auth put their secret in the kubeconfig too.
+	out = a.ok("credential", "create", "--tenant", "acme", "--cluster", "prod", "--auth", "basic", "--expires", "720h")
+	if !strings.Contains(out, "username: ") || !strings.Contains(out, "password: ") {
+		t.Fatalf("basic credential:\n%s", out)
+	}
+	a.ok("credential", "create", "--tenant", "acme", "--cluster", "prod", "--auth", "cert", "--out", "prod-cert")
+	if b, err := os.ReadFile(filepath.Join("prod-cert", "kubeconfig.yaml")); err != nil || !strings.Contains(string(b), "client-key-data") {
+		t.Fatalf("certificate kubeconfig: %v\n%s", err, b)
+	}
+	var rotated struct{ Credential struct{ ID int64 } }
+	if err := json.Unmarshal([]byte(a.ok("credential", "rotate", "2", "--tenant", "acme", "--cluster", "prod", "--grace", "0s", "-o", "json")), &rotated); err != nil || rotated.Credential.ID == 0 {
+		t.Fatalf("rotate -o json: %v %+v", err, rotated)
+	}
+	a.fails(1, "NotFound", "credential", "revoke", "999", "--tenant", "acme", "--cluster", "prod")
+
+	// Admin tokens: a tenant admin sees only its tenant.
+	out = a.ok("token", "create", "--name", "acme-admin", "--role", "admin", "--tenant", "acme", "--expires", "24h")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	admin := &adminCLI{t: t, env: map[string]string{
+		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": lines[len(lines)-1], "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	a.ok("tenant", "create", "globex")
+	if out := admin.ok("tenant", "list"); !strings.Contains(out, "acme") || strings.Contains(out, "globex") {
+		t.Fatalf("a tenant admin's tenant list:\n%s", out)
+	}
+	admin.fails(1, `tenant "globex" not found`, "cluster", "list", "--tenant", "globex")
+	admin.fails(1, "Forbidden", "tenant", "create", "initech")
+	golden(t, "token-list.txt", a.ok("token", "list"), true)
+	a.ok("token", "revoke", "2")
+	admin.fails(1, "Unauthorized", "tenant", "list")
+
 	// The audit log saw it all.
-	out = a.ok("audit", "--tenant", "acme")
-	for _, want := range []string{"e2e-operator", "rolled back", "require-team"} {
+	out = a.ok("audit")
+	for _, want := range []string{"e2e-operator", "acme-admin", "prod"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit does not show %q:\n%s", want, out)
 		}
 	}
 
-	a.ok("cluster", "delete", "prod", "--tenant", "acme")
-	a.ok("tenant", "delete", "acme")
+	golden(t, "cluster-delete.txt", a.ok("cluster", "delete", "prod", "--tenant", "acme"), false)
+	golden(t, "tenant-delete.txt", a.ok("tenant", "delete", "acme"), false)
 	a.fails(1, "NotFound", "cluster", "list", "--tenant", "acme")
 }

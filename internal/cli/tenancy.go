@@ -321,11 +321,26 @@ func wiring(tenant, cluster, dir string, a apiv1.Artifacts) string {
 		filepath.Join(dir, "webhooks.yaml"))
 }
 
-// wrap breaks s into lines of at most width columns, at spaces.
+// wrap breaks s into lines of at most width columns, at spaces, but never
+// inside a `command`, so that commands can be copied whole.
 func wrap(s string, width int) string {
+	var words []string
+	for i, part := range strings.Split(s, "`") {
+		if i%2 == 1 {
+			words = append(words, "`"+part+"`")
+			continue
+		}
+		fields := strings.Fields(part)
+		// Punctuation right after a command stays on its line.
+		if len(words) > 0 && len(fields) > 0 && !strings.HasPrefix(part, " ") {
+			words[len(words)-1] += fields[0]
+			fields = fields[1:]
+		}
+		words = append(words, fields...)
+	}
 	var b strings.Builder
 	col := 0
-	for _, word := range strings.Fields(s) {
+	for _, word := range words {
 		switch {
 		case col == 0:
 		case col+1+len(word) > width:
