@@ -202,8 +202,7 @@ func (f *flags) parse(args []string, min, max int, names string) ([]string, erro
 	for {
 		if err := f.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				f.Usage()
-				return nil, err
+				return nil, err // Parse printed the usage
 			}
 			return nil, exitError{exitUsage, err}
 		}

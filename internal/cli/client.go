@@ -86,9 +86,9 @@ type connFlags struct {
 
 func (f *flags) conn(withOutput bool) *connFlags {
 	c := &connFlags{}
-	f.StringVar(&c.server, "server", "", "admin API URL, https://host:port (or PORTCULLIS_SERVER, or `admin login`)")
-	f.StringVar(&c.token, "token", "", "admin API token (or PORTCULLIS_TOKEN, or `admin login`)")
-	f.StringVar(&c.caFile, "ca-file", "", "CA certificate that signed the server's certificate (or PORTCULLIS_CA_FILE, or `admin login`)")
+	f.StringVar(&c.server, "server", "", "admin API URL, https://host:port (or PORTCULLIS_SERVER, or the config file of admin login)")
+	f.StringVar(&c.token, "token", "", "admin API token (or PORTCULLIS_TOKEN, or the config file of admin login)")
+	f.StringVar(&c.caFile, "ca-file", "", "CA certificate that signed the server's certificate (or PORTCULLIS_CA_FILE, or the config file of admin login)")
 	f.StringVar(&c.config, "config", "", "config file (or PORTCULLIS_CONFIG; default $XDG_CONFIG_HOME/portcullis/config.yaml)")
 	if withOutput {
 		f.StringVar(&c.output, "o", "", "output format: json or yaml (default: a table)")

@@ -19,8 +19,7 @@ import (
 func (e *env) parseDBFlags(f *flags, args []string) error {
 	err := envflag.Parse(f.FlagSet, "PORTCULLIS_", args, e.getenv)
 	if errors.Is(err, flag.ErrHelp) {
-		f.Usage()
-		return err
+		return err // Parse printed the usage
 	}
 	if err != nil {
 		return exitError{exitUsage, err}

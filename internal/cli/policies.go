@@ -20,7 +20,7 @@ func cmdApply(e *env, args []string) error {
 	c := f.conn(true)
 	tenant := tenantFlag(f)
 	var files stringList
-	f.Var(&files, "f", "a file, a directory (its *.yaml, *.yml and *.json files) or - for stdin; may be repeated")
+	f.Var(&files, "f", "a `FILE`, a directory (its *.yaml, *.yml and *.json files) or - for stdin; may be repeated")
 	dryRun := f.Bool("dry-run", false, "check and report, write nothing")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
@@ -369,7 +369,7 @@ func cmdDelete(e *env, args []string) error {
 	tenant := tenantFlag(f)
 	obj := f.object()
 	var files stringList
-	f.Var(&files, "f", "delete the objects of a file, a directory or - (stdin); may be repeated")
+	f.Var(&files, "f", "delete the objects of a `FILE`, a directory or - (stdin); may be repeated")
 	dryRun := f.Bool("dry-run", false, "check and report, delete nothing")
 	pos, err := f.parse(args, 0, 2, "KIND NAME")
 	if err != nil {
@@ -551,7 +551,7 @@ func cmdRollback(e *env, args []string) error {
 	c := f.conn(true)
 	tenant := tenantFlag(f)
 	obj := f.object()
-	to := f.String("to", "", "the version to restore, as `admin history` shows it")
+	to := f.String("to", "", "the `VERSION` to restore, as admin history shows it")
 	pos, err := f.parse(args, 2, 2, "KIND NAME")
 	if err != nil {
 		return err

@@ -623,7 +623,7 @@ func cmdNamespacesImport(e *env, args []string) error {
 	f := e.newFlags("namespaces import")
 	c := f.conn(true)
 	tenant, cluster := tenantFlag(f), clusterFlag(f)
-	file := f.String("f", "", "Namespace objects (YAML or JSON, e.g. `kubectl get namespaces -o yaml`); - reads stdin")
+	file := f.String("f", "", "`FILE` of Namespace objects, YAML or JSON, as kubectl get namespaces -o yaml prints them; - reads stdin")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ func cmdTest(e *env, args []string) error {
 	file := f.String("f", "", "an AdmissionReview (JSON or YAML), or a bare object to review as a CREATE; - reads stdin")
 	explain := f.Bool("explain", false, "add the trace: for each binding, whether it matched and what each expression gave")
 	var with stringList
-	f.Var(&with, "with", "evaluate as if the objects of this file or directory were applied (may be repeated)")
+	f.Var(&with, "with", "evaluate as if the objects of this `FILE` or directory were applied (may be repeated)")
 	replace := f.Bool("replace", false, "with --with: evaluate the given objects alone, without the stored ones")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
