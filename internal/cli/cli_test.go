@@ -264,7 +264,7 @@ func TestDocuments(t *testing.T) {
 
 	// Bad files are refused before anything is sent, naming the file.
 	for name, content := range map[string]string{
-		"noname.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+		"nokind.yaml": "apiVersion: v1\nmetadata: {name: x}\n",
 		"bad.yaml":    "apiVersion: v1\nkind: [\n",
 		"scalar.yaml": "just a string\n",
 	} {
@@ -312,5 +312,58 @@ func TestPlural(t *testing.T) {
 		if got := plural(kind); got != want {
 			t.Errorf("plural(%s) = %s, want %s", kind, got, want)
 		}
+	}
+}
+
+func TestObjectAndDecisionTables(t *testing.T) {
+	var objs []storedObject
+	for _, js := range []string{
+		`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":"limits","resourceVersion":"4","creationTimestamp":"2026-11-23T11:00:00Z"},
+		  "spec":{"failurePolicy":"Ignore","paramKind":{"apiVersion":"v1","kind":"ConfigMap"},"validations":[{"expression":"true"},{"expression":"true"}]}}`,
+		`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"limits-prod","resourceVersion":"5","creationTimestamp":"2026-11-23T11:59:30Z"},
+		  "spec":{"policyName":"limits","paramRef":{"name":"prod-limits","namespace":"policy"},"validationActions":["Deny","Audit"]}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"prod-limits","namespace":"policy","resourceVersion":"6"}}`,
+	} {
+		var o storedObject
+		if err := json.Unmarshal([]byte(js), &o); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o)
+	}
+	var b bytes.Buffer
+	printObjects(&b, now, "", objs)
+	b.WriteString("--\n")
+	printObjects(&b, now, apiv1.TypeParams, nil)
+	b.WriteString("--\n")
+	printDecisions(&b, now, []decision{{Time: now.Add(-2 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod",
+		Namespace: "shop", Name: "api-x", UserName: "system:serviceaccount:kube-system:replicaset-controller", Verdict: "denied",
+		Message: strings.Repeat("privileged containers are not allowed ", 3),
+		Bindings: []struct {
+			Policy string `json:"policy"`
+			Denied bool   `json:"denied"`
+		}{{Policy: "baseline-no-privileged", Denied: true}, {Policy: "baseline-required-labels"}}}})
+	b.WriteString("--\n")
+	before, after := int64(3), int64(4)
+	printAudit(&b, now, []auditEntry{{Time: now.Add(-time.Minute), Actor: "ops", Tenant: "acme", Action: "apply", Kind: "ValidatingAdmissionPolicy",
+		Name: "limits", VersionBefore: &before, VersionAfter: &after, DryRun: true}})
+	want := `NAME     KIND                        VALIDATIONS   FAILURE POLICY   PARAM KIND   VERSION   AGE
+limits   ValidatingAdmissionPolicy   2             Ignore           ConfigMap    4         60m
+
+NAME          KIND                               POLICY   PARAM                ACTIONS      VERSION   AGE
+limits-prod   ValidatingAdmissionPolicyBinding   limits   policy/prod-limits   Deny,Audit   5         30s
+
+NAMESPACE   NAME          KIND        API VERSION   VERSION   AGE
+policy      prod-limits   ConfigMap   v1            6         <unknown>
+--
+No params found.
+--
+VERDICT   CLUSTER   OPERATION   KIND   NAMESPACE   NAME    USER                                                      DENIED BY                MESSAGE                                                        AGE
+denied    prod-eu   CREATE      Pod    shop        api-x   system:serviceaccount:kube-system:replicaset-controller   baseline-no-privileged   privileged containers are not allowed privileged containe...   2m
+--
+ACTOR   TENANT   ACTION            KIND                        NAMESPACE   NAME     VERSION   AGE
+ops     acme     apply (dry run)   ValidatingAdmissionPolicy   <none>      limits   3 -> 4    60s
+`
+	if b.String() != want {
+		t.Fatalf("tables:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

@@ -190,8 +190,6 @@ func checkObject(d *document) error {
 		return fmt.Errorf("%s, field apiVersion: required", d.where())
 	case d.meta.Kind == "":
 		return fmt.Errorf("%s, field kind: required", d.where())
-	case d.meta.Metadata.Name == "":
-		return fmt.Errorf("%s, field metadata.name: required", d.where())
 	}
 	return nil
 }

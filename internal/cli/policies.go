@@ -392,6 +392,11 @@ func cmdDelete(e *env, args []string) error {
 		if len(targets) == 0 {
 			return fmt.Errorf("no objects in %s", strings.Join(files, ", "))
 		}
+		for _, d := range targets {
+			if d.meta.Metadata.Name == "" {
+				return usageErr("%s, field metadata.name: required to delete the object", d.where())
+			}
+		}
 	}
 	cl, err := e.connect(c)
 	if err != nil {
