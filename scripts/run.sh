@@ -90,8 +90,9 @@ build_demo() {
   say "admin namespaces import --tenant demo --cluster kind-demo -f $DEMO/namespaces.yaml"
   bin/admin namespaces import --tenant demo --cluster kind-demo -f "$DEMO/namespaces.yaml"
 
-  say "admin apply --tenant demo -f samples/baseline/"
-  bin/admin apply --tenant demo -f samples/baseline/
+  # The two files: the directory also holds pod.json, which is no policy.
+  say "admin apply --tenant demo -f samples/baseline/policies.yaml -f samples/baseline/bindings.yaml"
+  bin/admin apply --tenant demo -f samples/baseline/policies.yaml -f samples/baseline/bindings.yaml
 
   for review in allowed-pod denied-pod; do
     say "admin test --tenant demo --cluster kind-demo -f $DEMO/$review.json"

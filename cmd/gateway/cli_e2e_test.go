@@ -226,8 +226,11 @@ func TestCLINewcomerPath(t *testing.T) {
 	golden(t, "get-namespaces.txt", a.ok("get", "namespaces", "--tenant", "acme", "--cluster", "prod-eu"), true)
 
 	// The baseline policies.
-	golden(t, "apply-baseline.txt", a.ok("apply", "--tenant", "acme", "-f", samples+"/"), false)
-	golden(t, "apply-baseline-again.txt", a.ok("apply", "--tenant", "acme", "-f", samples), false)
+	// The two files, not the directory: samples/baseline also holds pod.json,
+	// which apply would store as a param.
+	policies, bindings := filepath.Join(samples, "policies.yaml"), filepath.Join(samples, "bindings.yaml")
+	golden(t, "apply-baseline.txt", a.ok("apply", "--tenant", "acme", "-f", policies, "-f", bindings), false)
+	golden(t, "apply-baseline-again.txt", a.ok("apply", "--tenant", "acme", "-f", policies, "-f", bindings), false)
 	golden(t, "get-policies.txt", a.ok("get", "policies", "--tenant", "acme"), true)
 	golden(t, "get-bindings.txt", a.ok("get", "bindings", "--tenant", "acme"), true)
 	var policy map[string]any
