@@ -55,7 +55,7 @@ ADMIN_URL="https://${ADMIN_ADDR/127.0.0.1/localhost}"
 
 DEMO="$STATE/demo"
 # The demo's own login, so that a config file of the user's is left alone.
-export PORTCULLIS_CONFIG="$STATE/config.yaml"
+export PORTCULLIS_CONFIG="$(cd "$STATE" && pwd)/config.yaml"
 
 build_demo() {
   local tenants clusters review
@@ -85,7 +85,7 @@ build_demo() {
 
   # The namespaces as \`kubectl get namespaces -o yaml\` would print them, and
   # two Pod reviews: one the baseline policies allow, one they deny.
-  bin/demo files --samples samples/baseline --out "$DEMO"
+  bin/demo files --samples samples/baseline --dir "$DEMO"
 
   say "admin namespaces import --tenant demo --cluster kind-demo -f $DEMO/namespaces.yaml"
   bin/admin namespaces import --tenant demo --cluster kind-demo -f "$DEMO/namespaces.yaml"

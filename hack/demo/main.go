@@ -6,7 +6,7 @@
 // kubeconfig that `admin cluster create --out` wrote, and prints the
 // verdicts.
 //
-//	demo files --samples samples/baseline --out .portcullis/demo
+//	demo files --samples samples/baseline --dir .portcullis/demo
 //	demo send --url https://localhost:8443/t/demo/validate --ca CA --dir .portcullis/demo
 package main
 
