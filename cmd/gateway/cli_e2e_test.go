@@ -260,7 +260,10 @@ func TestCLINewcomerPath(t *testing.T) {
 			Response struct {
 				UID     string
 				Allowed bool
-				Status  *struct{ Code int; Message string }
+				Status  *struct {
+					Code    int
+					Message string
+				}
 			}
 		}
 		if err := json.Unmarshal([]byte(a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", file, "-o", "json")), &fromCLI); err != nil {

@@ -408,9 +408,3 @@ func (e *statusError) Error() string {
 	}
 	return b.String()
 }
-
-// isNotFound reports whether err is a 404 answer.
-func isNotFound(err error) bool {
-	var se *statusError
-	return errors.As(err, &se) && se.Code == http.StatusNotFound
-}
