@@ -365,6 +365,12 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 		t.Fatalf("a dry run wrote something:\n%s", out)
 	}
 	a.ok("apply", "--tenant", "acme", "-f", "policies")
+	// A param no policy uses is stored, with a warning on stderr.
+	writeFile(t, "param.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: limits, namespace: policy}\ndata: {max: \"3\"}\n")
+	code, out, stderr := a.run("apply", "--tenant", "acme", "-f", "param.yaml", "--dry-run")
+	if code != 0 || out != "configmap/limits created (dry run)\n" || !strings.Contains(stderr, "Warning: configmap/limits: ") {
+		t.Fatalf("apply of an unused param: %d %q %q", code, out, stderr)
+	}
 
 	// A second version, then history, diff and rollback.
 	writeFile(t, "policy-v2.yaml", strings.Replace(cliPolicy, "the team label is required", "every pod needs a team label", 1))
@@ -382,7 +388,7 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	a.fails(1, "NotFound", "rollback", "--tenant", "acme", "vap", "require-team", "--to", "99")
 
 	// A viewer may read but not write.
-	out := a.ok("token", "create", "--name", "acme-viewer", "--role", "viewer", "--tenant", "acme")
+	out = a.ok("token", "create", "--name", "acme-viewer", "--role", "viewer", "--tenant", "acme")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	viewer := &adminCLI{t: t, env: map[string]string{
 		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": lines[len(lines)-1], "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}

@@ -277,6 +277,14 @@ func TestDocuments(t *testing.T) {
 	if _, err := (&env{}).readDocuments([]string{t.TempDir()}); err == nil || !strings.Contains(err.Error(), "has no *.yaml") {
 		t.Errorf("empty directory: %v", err)
 	}
+	// - is stdin, once.
+	in := &env{stdin: strings.NewReader("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-stdin}\n")}
+	if docs, err := in.readDocuments([]string{"-"}); err != nil || len(docs) != 1 || docs[0].where() != "<stdin>, document 1" {
+		t.Errorf("stdin: %v %+v", err, docs)
+	}
+	if _, err := in.readDocuments([]string{"-", "-"}); err == nil || !strings.Contains(err.Error(), "-f - given twice") {
+		t.Errorf("stdin twice: %v", err)
+	}
 	var ee exitError
 	if _, err := (&env{}).readDocuments([]string{"/nonexistent"}); !errors.As(err, &ee) || ee.code != exitUsage {
 		t.Errorf("missing file: %v", err)
