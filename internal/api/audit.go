@@ -19,8 +19,8 @@ var auditParams = append([]param{
 func (s *Server) auditRoutes() []route {
 	return []route{
 		{method: "GET", path: "/api/v1/audit", summary: "The admin audit log of the whole gateway, newest first",
-			access: operatorOnly,
-			query:  append([]param{{"tenant", "only entries about this tenant (by name; deleted tenants too)"}}, auditParams...),
+			access:   operatorOnly,
+			query:    append([]param{{"tenant", "only entries about this tenant (by name; deleted tenants too)"}}, auditParams...),
 			response: apiv1.List[auditlog.Entry]{}, handle: s.listAudit},
 		{method: "GET", path: "/api/v1/tenants/{tenant}/audit", summary: "The tenant's admin audit log, newest first",
 			access: tenantViewer, query: auditParams, response: apiv1.List[auditlog.Entry]{}, handle: s.listAudit},

@@ -44,8 +44,8 @@ func (s *Server) clusterRoutes() []route {
 	const cluster = "/api/v1/tenants/{tenant}/clusters/{cluster}"
 	return []route{
 		{method: "GET", path: "/api/v1/tenants/{tenant}/clusters", summary: "List the tenant's clusters",
-			access: tenantViewer,
-			query: append([]param{{"labelSelector", "a Kubernetes label selector, e.g. env=prod,tier!=edge"}}, pagingParams...),
+			access:   tenantViewer,
+			query:    append([]param{{"labelSelector", "a Kubernetes label selector, e.g. env=prod,tier!=edge"}}, pagingParams...),
 			response: apiv1.List[apiv1.Cluster]{}, handle: s.listClusters},
 		{method: "POST", path: "/api/v1/tenants/{tenant}/clusters",
 			summary: "Create a cluster, and with `credential` set its first credential and artifacts",
@@ -58,9 +58,9 @@ func (s *Server) clusterRoutes() []route {
 		{method: "DELETE", path: cluster, summary: "Delete a cluster and its credentials", access: tenantAdmin,
 			status: http.StatusNoContent, handle: s.deleteCluster},
 		{method: "GET", path: cluster + "/artifacts",
-			summary: "The cluster's AdmissionConfiguration and webhook configuration (the kubeconfig comes with a credential)",
-			access:  tenantViewer,
-			query:   []param{{"webhookURL", "the gateway's webhook address as the cluster reaches it; the server's default when empty"}},
+			summary:  "The cluster's AdmissionConfiguration and webhook configuration (the kubeconfig comes with a credential)",
+			access:   tenantViewer,
+			query:    []param{{"webhookURL", "the gateway's webhook address as the cluster reaches it; the server's default when empty"}},
 			response: apiv1.Artifacts{}, handle: s.getArtifacts},
 		{method: "GET", path: cluster + "/credentials", summary: "List the cluster's credentials, revoked and expired ones included",
 			access: tenantViewer, query: pagingParams, response: apiv1.List[apiv1.Credential]{}, handle: s.listCredentials},

@@ -18,9 +18,9 @@ import (
 func (s *Server) tokenRoutes() []route {
 	return []route{
 		{method: "GET", path: "/api/v1/tokens",
-			summary: "List admin tokens: an operator sees all, a tenant admin its tenant's; viewers may not",
-			access:  authenticated,
-			query:   append([]param{{"tenant", "only this tenant's tokens (operators)"}}, pagingParams...),
+			summary:  "List admin tokens: an operator sees all, a tenant admin its tenant's; viewers may not",
+			access:   authenticated,
+			query:    append([]param{{"tenant", "only this tenant's tokens (operators)"}}, pagingParams...),
 			response: apiv1.List[apiv1.Token]{}, handle: s.listTokens},
 		{method: "POST", path: "/api/v1/tokens",
 			summary: "Create an admin token; the secret is in this answer only. Tenant admins create admin and viewer tokens of their tenant",

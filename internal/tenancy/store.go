@@ -566,9 +566,10 @@ func (s *Store) RotateCredential(ctx context.Context, tenantID, credentialID int
 		// The database's clock decides, as it does when the credentials
 		// are loaded.
 		old, err = scanCredential(tx.QueryRow(ctx, `UPDATE credentials SET
-				revoked_at = CASE WHEN $3 <= 0 THEN coalesce(revoked_at, now()) ELSE revoked_at END,
-				expires_at = CASE WHEN $3 <= 0 THEN expires_at
-					ELSE LEAST(coalesce(expires_at, now() + $3 * interval '1 microsecond'), now() + $3 * interval '1 microsecond') END
+				revoked_at = CASE WHEN $3::bigint <= 0 THEN coalesce(revoked_at, now()) ELSE revoked_at END,
+				expires_at = CASE WHEN $3::bigint <= 0 THEN expires_at
+					ELSE LEAST(coalesce(expires_at, now() + $3::bigint * interval '1 microsecond'),
+					           now() + $3::bigint * interval '1 microsecond') END
 			WHERE tenant_id = $1 AND id = $2 RETURNING `+credentialCols, tenantID, credentialID, grace.Microseconds()))
 		if err != nil {
 			return fmt.Errorf("rotate credential: %w", err)
