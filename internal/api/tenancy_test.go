@@ -157,9 +157,7 @@ func TestClusterRoutes(t *testing.T) {
 		{"bad credential type", e.adminA, "POST", a, `{"name":"x","credential":{"type":"kerberos"}}`, 422, "credential.type", "credential.type"},
 		{"bad credential expiry", e.adminA, "POST", a, `{"name":"x","credential":{"expiresIn":"soon"}}`, 422, "credential.expiresIn", "credential.expiresIn"},
 		{"bad webhook URL", e.adminA, "POST", a, `{"name":"x","credential":{"webhookURL":"http://gw"}}`, 422, "https", "credential.webhookURL"},
-		// Checked only by the store, once the cluster exists: the cluster
-		// is removed again.
-		{"bad credential CSR", e.adminA, "POST", a, `{"name":"x","credential":{"type":"certificate","csr":"junk"}}`, 422, "CSR", ""},
+		{"bad credential CSR", e.adminA, "POST", a, `{"name":"x","credential":{"type":"certificate","csr":"junk"}}`, 422, "CSR", "credential.csr"},
 		// None of the refused creates left a cluster behind.
 		{"refused creates left nothing", e.adminA, "GET", a + "/x", nil, 404, `cluster "x" not found in tenant "a"`, ""},
 		{"get", e.viewerA, "GET", a + "/prod", nil, 200, "", ""},
@@ -293,7 +291,7 @@ func TestCredentialRoutes(t *testing.T) {
 	e.run(t, []apiCase{
 		{"bad type", e.adminA, "POST", creds, apiv1.CredentialCreate{Type: "kerberos"}, 422, "type: ", "type"},
 		{"CSR on a token", e.adminA, "POST", creds, apiv1.CredentialCreate{CSR: newCSR(t)}, 422, "csr: ", "csr"},
-		{"bad CSR", e.adminA, "POST", creds, apiv1.CredentialCreate{Type: "certificate", CSR: "junk"}, 422, "CSR", ""},
+		{"bad CSR", e.adminA, "POST", creds, apiv1.CredentialCreate{Type: "certificate", CSR: "junk"}, 422, "CSR", "csr"},
 		{"bad expiry", e.adminA, "POST", creds, apiv1.CredentialCreate{ExpiresIn: "1 week"}, 422, "Go duration", "expiresIn"},
 		{"negative expiry", e.adminA, "POST", creds, apiv1.CredentialCreate{ExpiresIn: "-1h"}, 422, "positive", "expiresIn"},
 		{"http webhook", e.adminA, "POST", creds, apiv1.CredentialCreate{WebhookURL: "http://gw"}, 422, "https", "webhookURL"},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -442,11 +443,21 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 		return req, invalidField(prefix+"type", "must be %s, %s or %s, not %q",
 			apiv1.AuthToken, apiv1.AuthCertificate, apiv1.AuthBasic, in.Type)
 	}
+	if req.typ == tenancy.CredentialCertificate && !s.Tenancy.IssuesCertificates() {
+		return req, invalidField(prefix+"type", "this gateway has no client CA, so it cannot issue certificates")
+	}
 	if in.CSR != "" {
 		if req.typ != tenancy.CredentialCertificate {
 			return req, invalidField(prefix+"csr", "is only for credentials of type %s", apiv1.AuthCertificate)
 		}
 		req.csr = []byte(in.CSR)
+		if err := tenancy.CheckCSR(req.csr); err != nil {
+			msg := "is not a valid certificate signing request"
+			if te := (*tenancy.Error)(nil); errors.As(err, &te) {
+				msg = te.Message
+			}
+			return req, invalidField(prefix+"csr", "%s", msg)
+		}
 	}
 	var err error
 	if req.opts.ExpiresAt, err = expiresIn(prefix+"expiresIn", in.ExpiresIn); err != nil {

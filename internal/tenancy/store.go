@@ -41,6 +41,10 @@ func NewStore(pool *pgxpool.Pool, ca *ClientCA) *Store {
 	return &Store{pool: pool, ca: ca, now: time.Now}
 }
 
+// IssuesCertificates reports whether the store has a client CA, without
+// which certificate credentials cannot be created.
+func (s *Store) IssuesCertificates() bool { return s.ca != nil }
+
 // CredentialOptions are the optional settings of a new credential.
 type CredentialOptions struct {
 	Description string
