@@ -369,6 +369,12 @@ func TestCredentialRoutes(t *testing.T) {
 	if !slices.Equal(ids, want) {
 		t.Errorf("list ids %v, want %v", ids, want)
 	}
+	var live apiv1.List[apiv1.Credential]
+	e.doJSON(e.viewerA, "GET", creds+"?activeOnly=true", nil, 200, &live)
+	if len(live.Items) != 4 || slices.ContainsFunc(live.Items, func(c apiv1.Credential) bool { return c.ID == basic.Credential.ID }) {
+		t.Errorf("activeOnly lists %+v", live.Items)
+	}
+	e.run(t, []apiCase{{"bad activeOnly", e.viewerA, "GET", creds + "?activeOnly=yes", nil, 422, "true or false", "activeOnly"}})
 	var p1, p2 apiv1.List[apiv1.Credential]
 	e.doJSON(e.viewerA, "GET", creds+"?limit=3", nil, 200, &p1)
 	e.doJSON(e.viewerA, "GET", creds+"?limit=3&continue="+p1.Continue, nil, 200, &p2)
@@ -624,6 +630,14 @@ func TestTokenRoutes(t *testing.T) {
 			t.Errorf("%s's revoked token got %d, want 401", name, code)
 		}
 	}
+
+	if got := names(e.operator, "?activeOnly=true&tenant=b"); !slices.Equal(got, []string{"bea"}) {
+		t.Errorf("b's live tokens: %q", got)
+	}
+	if got := names(e.adminA, "?activeOnly=true"); !slices.Equal(got, []string{"alice", "vera", "val", "ann"}) {
+		t.Errorf("a's live tokens: %q", got)
+	}
+	e.run(t, []apiCase{{"bad activeOnly", e.operator, "GET", "/api/v1/tokens?activeOnly=1x", nil, 422, "true or false", "activeOnly"}})
 
 	// Expired: 401.
 	past := time.Now().Add(-time.Minute)

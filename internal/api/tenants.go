@@ -63,8 +63,9 @@ func (s *Server) clusterRoutes() []route {
 			access:   tenantViewer,
 			query:    []param{{"webhookURL", "the gateway's webhook address as the cluster reaches it; the server's default when empty"}},
 			response: apiv1.Artifacts{}, handle: s.getArtifacts},
-		{method: "GET", path: cluster + "/credentials", summary: "List the cluster's credentials, revoked and expired ones included",
-			access: tenantViewer, query: pagingParams, response: apiv1.List[apiv1.Credential]{}, handle: s.listCredentials},
+		{method: "GET", path: cluster + "/credentials", summary: "List the cluster's credentials, revoked and expired ones too unless activeOnly",
+			access: tenantViewer,
+			query:  append([]param{{queryActiveOnly, "true: only credentials that are neither revoked nor expired"}}, pagingParams...), response: apiv1.List[apiv1.Credential]{}, handle: s.listCredentials},
 		{method: "POST", path: cluster + "/credentials", summary: "Issue a credential; the secret is in this answer only",
 			access: tenantAdmin, request: apiv1.CredentialCreate{}, response: apiv1.CredentialIssued{},
 			status: http.StatusCreated, handle: s.createCredential},
@@ -151,6 +152,9 @@ func expiresIn(field, s string) (*time.Time, error) {
 	return &at, nil
 }
 
+// queryActiveOnly filters token and credential lists.
+const queryActiveOnly = "activeOnly"
+
 // sortKey makes ids sort as strings in numeric order, for page.
 func sortKey(id int64) string { return fmt.Sprintf("%020d", id) }
 
@@ -174,6 +178,8 @@ func (s *Server) listTenants(c *call) error {
 	for i, t := range ts {
 		out[i] = toTenant(t)
 	}
+	// page needs Go's byte order; the database's collation may differ.
+	slices.SortFunc(out, func(x, y apiv1.Tenant) int { return strings.Compare(x.Name, y.Name) })
 	l, err := page(c, out, func(t apiv1.Tenant) string { return t.Name })
 	if err != nil {
 		return err
@@ -255,6 +261,7 @@ func (s *Server) listClusters(c *call) error {
 			out = append(out, toCluster(c.tenant.Name, cl))
 		}
 	}
+	slices.SortFunc(out, func(x, y apiv1.Cluster) int { return strings.Compare(x.Name, y.Name) })
 	l, err := page(c, out, func(cl apiv1.Cluster) string { return cl.Name })
 	if err != nil {
 		return err
@@ -402,6 +409,10 @@ func (s *Server) listCredentials(c *call) error {
 	if err != nil {
 		return err
 	}
+	activeOnly, err := c.queryBool(queryActiveOnly)
+	if err != nil {
+		return err
+	}
 	crs, err := s.Tenancy.ListCredentials(c.ctx(), c.tenant.ID, cl.ID)
 	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
 		return clusterNotFound(c.tenant.Name, cl.Name)
@@ -410,9 +421,11 @@ func (s *Server) listCredentials(c *call) error {
 		return err
 	}
 	now := time.Now()
-	out := make([]apiv1.Credential, len(crs))
-	for i, cr := range crs {
-		out[i] = toCredential(cr, now)
+	out := []apiv1.Credential{}
+	for _, cr := range crs {
+		if !activeOnly || cr.Active(now) {
+			out = append(out, toCredential(cr, now))
+		}
 	}
 	l, err := page(c, out, func(cr apiv1.Credential) string { return sortKey(cr.ID) })
 	if err != nil {

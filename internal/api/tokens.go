@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -18,9 +19,10 @@ import (
 func (s *Server) tokenRoutes() []route {
 	return []route{
 		{method: "GET", path: "/api/v1/tokens",
-			summary:  "List admin tokens: an operator sees all, a tenant admin its tenant's; viewers may not",
-			access:   authenticated,
-			query:    append([]param{{"tenant", "only this tenant's tokens (operators)"}}, pagingParams...),
+			summary: "List admin tokens: an operator sees all, a tenant admin its tenant's; viewers may not",
+			access:  authenticated,
+			query: append([]param{{"tenant", "only this tenant's tokens (operators)"},
+				{queryActiveOnly, "true: only tokens that are neither revoked nor expired"}}, pagingParams...),
 			response: apiv1.List[apiv1.Token]{}, handle: s.listTokens},
 		{method: "POST", path: "/api/v1/tokens",
 			summary: "Create an admin token; the secret is in this answer only. Tenant admins create admin and viewer tokens of their tenant",
@@ -73,13 +75,20 @@ func (s *Server) listTokens(c *call) error {
 		}
 		scope = t.ID
 	}
+	activeOnly, err := c.queryBool(queryActiveOnly)
+	if err != nil {
+		return err
+	}
 	toks, err := s.Tokens.List(c.ctx(), scope)
 	if err != nil {
 		return err
 	}
-	out := make([]apiv1.Token, len(toks))
-	for i, t := range toks {
-		out[i] = toToken(t)
+	now := time.Now()
+	out := []apiv1.Token{}
+	for _, t := range toks {
+		if !activeOnly || (t.RevokedAt == nil && (t.ExpiresAt == nil || now.Before(*t.ExpiresAt))) {
+			out = append(out, toToken(t))
+		}
 	}
 	l, err := page(c, out, func(t apiv1.Token) string { return sortKey(t.ID) })
 	if err != nil {
