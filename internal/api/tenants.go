@@ -65,7 +65,7 @@ func (s *Server) clusterRoutes() []route {
 			response: apiv1.Artifacts{}, handle: s.getArtifacts},
 		{method: "GET", path: cluster + "/credentials", summary: "List the cluster's credentials, revoked and expired ones too unless activeOnly",
 			access: tenantViewer,
-			query:  append([]param{{queryActiveOnly, "true: only credentials that are neither revoked nor expired"}}, pagingParams...), response: apiv1.List[apiv1.Credential]{}, handle: s.listCredentials},
+			query:  append([]param{{apiv1.QueryActiveOnly, "true: only credentials that are neither revoked nor expired"}}, pagingParams...), response: apiv1.List[apiv1.Credential]{}, handle: s.listCredentials},
 		{method: "POST", path: cluster + "/credentials", summary: "Issue a credential; the secret is in this answer only",
 			access: tenantAdmin, request: apiv1.CredentialCreate{}, response: apiv1.CredentialIssued{},
 			status: http.StatusCreated, handle: s.createCredential},
@@ -151,9 +151,6 @@ func expiresIn(field, s string) (*time.Time, error) {
 	at := time.Now().Add(d)
 	return &at, nil
 }
-
-// queryActiveOnly filters token and credential lists.
-const queryActiveOnly = "activeOnly"
 
 // sortKey makes ids sort as strings in numeric order, for page.
 func sortKey(id int64) string { return fmt.Sprintf("%020d", id) }
@@ -409,7 +406,7 @@ func (s *Server) listCredentials(c *call) error {
 	if err != nil {
 		return err
 	}
-	activeOnly, err := c.queryBool(queryActiveOnly)
+	activeOnly, err := c.queryBool(apiv1.QueryActiveOnly)
 	if err != nil {
 		return err
 	}

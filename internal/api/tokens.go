@@ -22,7 +22,7 @@ func (s *Server) tokenRoutes() []route {
 			summary: "List admin tokens: an operator sees all, a tenant admin its tenant's; viewers may not",
 			access:  authenticated,
 			query: append([]param{{"tenant", "only this tenant's tokens (operators)"},
-				{queryActiveOnly, "true: only tokens that are neither revoked nor expired"}}, pagingParams...),
+				{apiv1.QueryActiveOnly, "true: only tokens that are neither revoked nor expired"}}, pagingParams...),
 			response: apiv1.List[apiv1.Token]{}, handle: s.listTokens},
 		{method: "POST", path: "/api/v1/tokens",
 			summary: "Create an admin token; the secret is in this answer only. Tenant admins create admin and viewer tokens of their tenant",
@@ -75,7 +75,7 @@ func (s *Server) listTokens(c *call) error {
 		}
 		scope = t.ID
 	}
-	activeOnly, err := c.queryBool(queryActiveOnly)
+	activeOnly, err := c.queryBool(apiv1.QueryActiveOnly)
 	if err != nil {
 		return err
 	}

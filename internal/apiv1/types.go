@@ -23,6 +23,9 @@ const (
 	QueryContinue = "continue"
 	DefaultLimit  = 100
 	MaxLimit      = 1000
+	// QueryActiveOnly=true leaves revoked and expired tokens or
+	// credentials out of their lists.
+	QueryActiveOnly = "activeOnly"
 )
 
 // WhoAmI is GET /api/v1/whoami.
