@@ -606,11 +606,14 @@ func (s *Server) revokeCredential(c *call) error {
 	if err != nil {
 		return err
 	}
-	cr, err = s.Tenancy.RevokeCredential(c.ctx(), c.tenant.ID, cr.ID)
+	revoked, err := s.Tenancy.RevokeCredential(c.ctx(), c.tenant.ID, cr.ID)
+	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+		return notFound("credential %d not found in cluster %q", cr.ID, cl.Name)
+	}
 	if err != nil {
 		return err
 	}
-	out := toCredential(cr, time.Now())
+	out := toCredential(revoked, time.Now())
 	c.audit(credentialEntry(actionRevoke, cl.Name, out))
 	return c.json(out)
 }
