@@ -73,7 +73,7 @@ spec:
   validationActions: [Warn, Audit]
 `
 
-func compile(t *testing.T) *evaluator.Snapshot {
+func compile(t testing.TB) *evaluator.Snapshot {
 	t.Helper()
 	var objs evaluator.Objects
 	for _, doc := range strings.Split(policies, "\n---\n") {
@@ -116,7 +116,7 @@ func (f *fixture) Record(d *decisions.Decision) {
 	f.recorded = append(f.recorded, d)
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	snap := &policystore.Snapshot{TenantID: 7, Version: 42, Compiled: compile(t)}
 	f := &fixture{reg: prometheus.NewRegistry()}
 	f.h = &webhook.Handler{
