@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -134,6 +135,21 @@ func TestGatewayMetrics(t *testing.T) {
 			t.Errorf("%s is not served", name)
 		}
 	}
+	// Every portcullis metric is documented.
+	doc, err := os.ReadFile("../../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := e.m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if name := mf.GetName(); strings.HasPrefix(name, "portcullis_") && !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/observability.md does not list %s", name)
+		}
+	}
+
 	qs, err := grafana.Queries()
 	if err != nil {
 		t.Fatal(err)
