@@ -127,11 +127,12 @@ func TestGatewayMetrics(t *testing.T) {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 
-	// Every metric in the dashboards is served.
-	served := servedNames(t, e.m)
+	// Every metric in the dashboards is served, with the labels the
+	// queries select and group by.
+	served := servedLabels(t, e.m)
 	for _, name := range []string{"portcullis_db_pool_acquired_connections", "portcullis_policy_cache_staleness_seconds",
 		"portcullis_policy_cache_hits_total", "portcullis_policy_cache_misses_total"} {
-		if !served[name] {
+		if served[name] == nil {
 			t.Errorf("%s is not served", name)
 		}
 	}
@@ -156,10 +157,32 @@ func TestGatewayMetrics(t *testing.T) {
 	}
 	checked := 0
 	for _, q := range qs {
-		for _, name := range grafana.MetricNames(q.Expr) {
+		refs := grafana.Parse(q.Expr)
+		// Prometheus adds instance and job when it scrapes.
+		known := map[string]bool{"instance": true, "job": true}
+		for _, name := range refs.Metrics {
 			checked++
-			if !served[name] && !slices.Contains(recorderMetrics, name) {
+			if slices.Contains(recorderMetrics, name) {
+				known["*"] = true // labels unknown until the recorder is merged
+				continue
+			}
+			labels := served[name]
+			if labels == nil {
 				t.Errorf("%s: panel %q reads %s, which the gateway does not serve", q.Dashboard, q.Where, name)
+				continue
+			}
+			for l := range labels {
+				known[l] = true
+			}
+			for _, l := range refs.Matchers[name] {
+				if !labels[l] && l != "instance" && l != "job" {
+					t.Errorf("%s: panel %q selects %s by %s, a label it does not have", q.Dashboard, q.Where, name, l)
+				}
+			}
+		}
+		for _, l := range refs.Grouping {
+			if !known[l] && !known["*"] {
+				t.Errorf("%s: panel %q groups by %s, which none of %q has", q.Dashboard, q.Where, l, refs.Metrics)
 			}
 		}
 	}
@@ -201,25 +224,44 @@ func hasLabels(m *dto.Metric, pairs []string) bool {
 	return true
 }
 
-// servedNames are the series names the registry exposes, histogram and
-// summary suffixes included.
-func servedNames(t *testing.T, m *Main) map[string]bool {
+// servedLabels maps each series name the registry exposes (histogram and
+// summary suffixes included) to its label names.
+func servedLabels(t *testing.T, m *Main) map[string]map[string]bool {
 	t.Helper()
 	mfs, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]bool{}
-	for _, mf := range mfs {
-		names[mf.GetName()] = true
-		switch mf.GetType() {
-		case dto.MetricType_HISTOGRAM:
-			names[mf.GetName()+"_bucket"], names[mf.GetName()+"_sum"], names[mf.GetName()+"_count"] = true, true, true
-		case dto.MetricType_SUMMARY:
-			names[mf.GetName()+"_sum"], names[mf.GetName()+"_count"] = true, true
+	served := map[string]map[string]bool{}
+	add := func(name string, labels map[string]bool) {
+		if served[name] == nil {
+			served[name] = map[string]bool{}
+		}
+		for l := range labels {
+			served[name][l] = true
 		}
 	}
-	return names
+	for _, mf := range mfs {
+		labels := map[string]bool{}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				labels[l.GetName()] = true
+			}
+		}
+		name := mf.GetName()
+		add(name, labels)
+		switch mf.GetType() {
+		case dto.MetricType_HISTOGRAM:
+			add(name+"_sum", labels)
+			add(name+"_count", labels)
+			labels["le"] = true
+			add(name+"_bucket", labels)
+		case dto.MetricType_SUMMARY:
+			add(name+"_sum", labels)
+			add(name+"_count", labels)
+		}
+	}
+	return served
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

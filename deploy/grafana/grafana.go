@@ -131,45 +131,64 @@ func uidOf(ds *datasourceRef) string {
 	return ds.UID
 }
 
-// promQLWords are PromQL's keywords and the aggregation modifiers whose
-// parenthesised lists hold label names, not metrics.
-var promQLWords = map[string]bool{
+// groupingWords start a parenthesised list of label names.
+var groupingWords = map[string]bool{
 	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
-	"and": true, "or": true, "unless": true, "offset": true, "bool": true, "atan2": true,
 }
 
-// MetricNames returns the metric names a PromQL expression (or a Grafana
-// label_values() variable query) reads, sorted and without duplicates. It
-// is a tokenizer, not a parser: it skips strings, label matchers {...},
-// range selectors [...], function calls, keywords, the label lists of
-// by/without/on/ignoring, and Grafana $variables.
-func MetricNames(expr string) []string {
+// operatorWords are PromQL's keyword operators and literals.
+var operatorWords = map[string]bool{
+	"and": true, "or": true, "unless": true, "offset": true, "bool": true, "atan2": true,
+	"inf": true, "nan": true, "Inf": true, "NaN": true,
+}
+
+// Refs is what a PromQL expression reads.
+type Refs struct {
+	// Metrics are the metric names, sorted and without duplicates.
+	Metrics []string
+	// Matchers are the label names each metric is selected by, as in
+	// name{tenant=~"..."}.
+	Matchers map[string][]string
+	// Grouping are the label names of by, without, on, ignoring,
+	// group_left and group_right clauses.
+	Grouping []string
+}
+
+// MetricNames returns the metric names a PromQL expression reads.
+func MetricNames(expr string) []string { return Parse(expr).Metrics }
+
+// Parse reads the metric and label names of a PromQL expression, or of a
+// Grafana label_values() variable query. It is a tokenizer, not a parser:
+// it skips strings, range selectors [...], function calls, keywords and
+// Grafana $variables.
+func Parse(expr string) Refs {
+	r := Refs{Matchers: map[string][]string{}}
 	// Grafana's label_values(metric, label) names a metric, then a label;
 	// label_values(label) names none.
 	if args, ok := strings.CutPrefix(strings.TrimSpace(expr), "label_values("); ok {
-		metric, _, found := strings.Cut(strings.TrimSuffix(args, ")"), ",")
+		metric, label, found := strings.Cut(strings.TrimSuffix(args, ")"), ",")
 		if !found {
-			return nil
+			return r
 		}
-		expr = metric
+		r = Parse(metric)
+		r.Grouping = append(r.Grouping, strings.TrimSpace(label))
+		return r
 	}
-	var names []string
 	labelList := false // inside the parentheses after by, without, on...
 	pendingList := false
+	last := "" // the metric just read, whose {matchers} may follow
 	for i := 0; i < len(expr); {
 		c := expr[i]
+		metric := ""
 		switch {
 		case c == '"' || c == '\'' || c == '`':
-			j := i + 1
-			for j < len(expr) && expr[j] != c {
-				if expr[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			i = j + 1
+			i = skipString(expr, i)
 		case c == '{':
-			i = skipTo(expr, i, '}')
+			end := skipTo(expr, i, '}')
+			if last != "" {
+				r.Matchers[last] = append(r.Matchers[last], words(expr[i+1:end-1])...)
+			}
+			i = end
 		case c == '[':
 			i = skipTo(expr, i, ']')
 		case c == '$':
@@ -192,22 +211,20 @@ func MetricNames(expr string) []string {
 				j++
 			}
 			word := expr[i:j]
-			k := j
-			for k < len(expr) && expr[k] == ' ' {
-				k++
-			}
-			rest := expr[k:]
+			rest := strings.TrimLeft(expr[j:], " ")
 			// An aggregation may put its by/without clause before its
 			// parentheses: sum by (le) (...).
 			isCall := strings.HasPrefix(rest, "(") || strings.HasPrefix(rest, "by ") || strings.HasPrefix(rest, "by(") ||
 				strings.HasPrefix(rest, "without ") || strings.HasPrefix(rest, "without(")
 			switch {
-			case promQLWords[word]:
-				pendingList = word != "and" && word != "or" && word != "unless" && word != "offset" && word != "bool"
-			case labelList, isCall:
-			case word == "inf" || word == "nan" || word == "Inf" || word == "NaN":
+			case labelList:
+				r.Grouping = append(r.Grouping, word)
+			case groupingWords[word]:
+				pendingList = true
+			case operatorWords[word], isCall:
 			default:
-				names = append(names, word)
+				r.Metrics = append(r.Metrics, word)
+				metric = word
 			}
 			i = j
 		case c >= '0' && c <= '9' || c == '.':
@@ -218,9 +235,50 @@ func MetricNames(expr string) []string {
 		default:
 			i++
 		}
+		if metric != "" || c != ' ' {
+			last = metric
+		}
 	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	slices.Sort(r.Metrics)
+	r.Metrics = slices.Compact(r.Metrics)
+	slices.Sort(r.Grouping)
+	r.Grouping = slices.Compact(r.Grouping)
+	return r
+}
+
+// words returns the unquoted words of a label matcher list: its label names.
+func words(matchers string) []string {
+	var out []string
+	for i := 0; i < len(matchers); {
+		c := matchers[i]
+		switch {
+		case c == '"' || c == '\'' || c == '`':
+			i = skipString(matchers, i)
+		case isWordStart(c):
+			j := i
+			for j < len(matchers) && isWord(matchers[j]) {
+				j++
+			}
+			out = append(out, matchers[i:j])
+			i = j
+		default:
+			i++
+		}
+	}
+	return out
+}
+
+// skipString returns the index after the quoted string that starts at i.
+func skipString(s string, i int) int {
+	quote := s[i]
+	j := i + 1
+	for j < len(s) && s[j] != quote {
+		if s[j] == '\\' && quote != '`' {
+			j++
+		}
+		j++
+	}
+	return j + 1
 }
 
 func skipTo(s string, i int, end byte) int {

@@ -40,6 +40,22 @@ func TestMetricNames(t *testing.T) {
 	}
 }
 
+func TestParseLabels(t *testing.T) {
+	r := grafana.Parse(`histogram_quantile(0.99, sum by (tenant, le) (rate(a_bucket{tenant=~"$tenant", verdict!="x{y}"}[5m]))) / on (instance) group_left (pod) b {job="j"}`)
+	if !slices.Equal(r.Metrics, []string{"a_bucket", "b"}) {
+		t.Errorf("metrics %q", r.Metrics)
+	}
+	if !slices.Equal(r.Matchers["a_bucket"], []string{"tenant", "verdict"}) || !slices.Equal(r.Matchers["b"], []string{"job"}) {
+		t.Errorf("matchers %q", r.Matchers)
+	}
+	if !slices.Equal(r.Grouping, []string{"instance", "le", "pod", "tenant"}) {
+		t.Errorf("grouping %q", r.Grouping)
+	}
+	if r := grafana.Parse(`label_values(m{a="1"}, tenant)`); !slices.Equal(r.Metrics, []string{"m"}) || !slices.Equal(r.Grouping, []string{"tenant"}) || !slices.Equal(r.Matchers["m"], []string{"a"}) {
+		t.Errorf("label_values: %+v", r)
+	}
+}
+
 // Every panel and variable reads its datasource from the dashboard's
 // datasource variable, so the dashboards import into any Grafana.
 func TestDatasourcesAreVariables(t *testing.T) {
