@@ -23,6 +23,7 @@ type Config struct {
 	WebhookAddr     string
 	AdminAddr       string
 	MetricsAddr     string
+	OTLPEndpoint    string // OTLP/HTTP collector for traces; empty: tracing off
 	TLSCert, TLSKey string
 
 	// ClientCACert and ClientCAKey are the CA that issues apiservers' client
@@ -47,9 +48,6 @@ type Config struct {
 	MaxRequestBytes    int64
 	MetricsTenantLabel bool
 	Instance           string
-	// OTLPEndpoint is the OTLP/HTTP collector that receives traces; empty
-	// switches tracing off.
-	OTLPEndpoint string
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
