@@ -38,7 +38,11 @@ var (
 
 // NewMetrics registers the metrics with reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
-	const configured = " Policy and binding names come from the tenants' configuration, so their number is bounded by it."
+	// Help says why these labels are bounded: they are not per request.
+	const (
+		policiesConfigured = " Policy names come from the tenants' configuration, so their number is bounded by it."
+		bindingsConfigured = " Policy and binding names come from the tenants' configuration, so their number is bounded by it."
+	)
 	m := &Metrics{
 		TenantLabel: tenantLabel,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -57,15 +61,15 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 		}, []string{"tenant"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portcullis_policy_rejections_total",
-			Help: "Bindings that denied a request, by tenant, policy, binding and the status code of the answer (as the apiserver's apiserver_admission_webhook_rejection_count)." + configured,
+			Help: "Bindings that denied a request, by tenant, policy, binding and the status code of the answer (as the apiserver's apiserver_admission_webhook_rejection_count)." + bindingsConfigured,
 		}, []string{"tenant", "policy", "binding", "code"}),
 		failOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portcullis_policy_fail_open_total",
-			Help: "Bindings whose failurePolicy let a request through after an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace)." + configured,
+			Help: "Bindings whose failurePolicy let a request through after an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace)." + policiesConfigured,
 		}, []string{"tenant", "policy", "cause"}),
 		failClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portcullis_policy_fail_closed_total",
-			Help: "Bindings whose failurePolicy denied a request because of an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace)." + configured,
+			Help: "Bindings whose failurePolicy denied a request because of an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace)." + policiesConfigured,
 		}, []string{"tenant", "policy", "cause"}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portcullis_webhook_panics_total",

@@ -199,12 +199,12 @@ func TestFailureCauses(t *testing.T) {
 	serve(t, f.h, "/t/acme/validate?timeout=1ms", "Bearer good", review(v1, "p3", "pods", "CREATE", goodPod, false))
 
 	want := `
-# HELP portcullis_policy_fail_closed_total Bindings whose failurePolicy denied a request because of an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace). Policy and binding names come from the tenants' configuration, so their number is bounded by it.
+# HELP portcullis_policy_fail_closed_total Bindings whose failurePolicy denied a request because of an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace). Policy names come from the tenants' configuration, so their number is bounded by it.
 # TYPE portcullis_policy_fail_closed_total counter
 portcullis_policy_fail_closed_total{cause="compile_error",policy="broken",tenant="acme"} 2
 portcullis_policy_fail_closed_total{cause="timeout",policy="broken",tenant="acme"} 1
 portcullis_policy_fail_closed_total{cause="unknown_namespace",policy="prod-only",tenant="acme"} 1
-# HELP portcullis_policy_fail_open_total Bindings whose failurePolicy let a request through after an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace). Policy and binding names come from the tenants' configuration, so their number is bounded by it.
+# HELP portcullis_policy_fail_open_total Bindings whose failurePolicy let a request through after an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace). Policy names come from the tenants' configuration, so their number is bounded by it.
 # TYPE portcullis_policy_fail_open_total counter
 portcullis_policy_fail_open_total{cause="error",policy="lenient",tenant="acme"} 2
 portcullis_policy_fail_open_total{cause="timeout",policy="lenient",tenant="acme"} 1
