@@ -439,6 +439,9 @@ func TestCLICredentialsAndTokens(t *testing.T) {
 	}
 	golden(t, "credential-list.txt", a.ok("credential", "list", "--tenant", "acme", "--cluster", "prod"), true)
 	golden(t, "credential-revoke.txt", a.ok("credential", "revoke", "1", "--tenant", "acme", "--cluster", "prod"), false)
+	if out := a.ok("credential", "list", "--tenant", "acme", "--cluster", "prod", "--active"); strings.Contains(out, "revoked") || !strings.Contains(out, "rotation") {
+		t.Fatalf("credential list --active:\n%s", out)
+	}
 	waitAccepted(t, e, second)
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -66,7 +66,7 @@ func commands() []command {
 		{"cluster create", "NAME --tenant T [--auth token|cert|basic] [--webhook-url URL] [--labels k=v,...] --out DIR", "create a cluster, its first credential and the files its apiservers need", cmdClusterCreate},
 		{"cluster list", "--tenant T [--selector k=v]", "list a tenant's clusters", cmdClusterList},
 		{"cluster delete", "NAME --tenant T", "delete a cluster and its credentials", cmdClusterDelete},
-		{"credential list", "--tenant T --cluster C", "list a cluster's credentials", cmdCredentialList},
+		{"credential list", "--tenant T --cluster C [--active]", "list a cluster's credentials", cmdCredentialList},
 		{"credential create", "--tenant T --cluster C [--auth token|cert|basic] [--expires DURATION] [--out DIR]", "issue a new credential; prints the secret once", cmdCredentialCreate},
 		{"credential revoke", "ID --tenant T --cluster C", "revoke a credential", cmdCredentialRevoke},
 		{"credential rotate", "ID --tenant T --cluster C [--grace DURATION] [--out DIR]", "issue a replacement; the old one expires after the grace period", cmdCredentialRotate},
@@ -80,7 +80,7 @@ func commands() []command {
 		{"test", "--tenant T --cluster C -f review.json [--explain]", "evaluate an AdmissionReview as the webhook would", cmdTest},
 		{"decisions", "--tenant T [--since 1h] [--verdict denied] [--cluster C] [--policy P] [--limit N]", "list the webhook's recent decisions", cmdDecisions},
 		{"token create", "--name N --role operator|admin|viewer [--tenant T] [--expires DURATION]", "create an admin API token; prints it once", cmdTokenCreate},
-		{"token list", "[--tenant T]", "list admin API tokens", cmdTokenList},
+		{"token list", "[--tenant T] [--active]", "list admin API tokens", cmdTokenList},
 		{"token revoke", "ID", "revoke an admin API token", cmdTokenRevoke},
 		{"audit", "[--tenant T] [--since 24h] [--actor A] [--kind K] [--name N]", "query the audit log of mutating calls", cmdAudit},
 	}

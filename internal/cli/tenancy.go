@@ -423,6 +423,7 @@ func cmdCredentialList(e *env, args []string) error {
 	f := e.newFlags("credential list")
 	c := f.conn(true)
 	tenant, cluster := tenantFlag(f), clusterFlag(f)
+	active := f.Bool("active", false, "leave revoked and expired credentials out")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
@@ -433,7 +434,7 @@ func cmdCredentialList(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	items, raw, err := cl.listAll(e, apiPath("tenants", *tenant, "clusters", *cluster, "credentials"), nil)
+	items, raw, err := cl.listAll(e, apiPath("tenants", *tenant, "clusters", *cluster, "credentials"), activeOnly(*active))
 	if err != nil {
 		return err
 	}
@@ -458,6 +459,14 @@ func printCredentials(w io.Writer, now time.Time, creds []apiv1.Credential) erro
 			credentialStatus(now, x.Active, x.RevokedAt, x.ExpiresAt), until(now, x.ExpiresAt), ago(now, x.LastUsedAt), age(now, x.CreatedAt))
 	}
 	return t.flush()
+}
+
+func activeOnly(on bool) url.Values {
+	q := url.Values{}
+	if on {
+		q.Set(apiv1.QueryActiveOnly, "true")
+	}
+	return q
 }
 
 func credentialStatus(now time.Time, active bool, revoked, expires *time.Time) string {
@@ -733,6 +742,7 @@ func cmdTokenList(e *env, args []string) error {
 	f := e.newFlags("token list")
 	c := f.conn(true)
 	tenant := f.String("tenant", "", "only this tenant's tokens")
+	active := f.Bool("active", false, "leave revoked and expired tokens out")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
@@ -740,7 +750,7 @@ func cmdTokenList(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	q := url.Values{}
+	q := activeOnly(*active)
 	if *tenant != "" {
 		q.Set("tenant", *tenant)
 	}
