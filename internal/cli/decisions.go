@@ -13,7 +13,7 @@ import (
 
 // decision is what the table shows of a logged webhook decision.
 type decision struct {
-	ID        int64     `json:"id"`
+	ID        string    `json:"id"`
 	Time      time.Time `json:"time"`
 	Cluster   string    `json:"cluster"`
 	Operation string    `json:"operation"`
