@@ -166,7 +166,9 @@ func TestCLINewcomerPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newE2E(t, pgtest.URL(t))
+	// The gateway's own decision recorder, so that decisions are stored.
+	m := startMain(t, testConfig(t, pgtest.URL(t)))
+	e := &e2e{t: t, m: m, client: webhookClient(t, m, nil)}
 	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
 	if err != nil {
 		t.Fatal(err)
