@@ -155,17 +155,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	res := snap.Compiled.Validate(ctx, req, nss)
-	resp := admission.Response{
-		Allowed:          res.Allowed,
-		Status:           res.Status,
-		Warnings:         res.Warnings,
-		AuditAnnotations: res.AuditAnnotations,
-	}
-	out, err := admission.Encode(rev.APIVersion, rev.UID, resp)
-	if err != nil {
-		panic(err) // only an unknown version, which Decode refuses
-	}
+	res, out := Answer(ctx, rev, snap.Compiled, nss)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
