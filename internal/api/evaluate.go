@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -138,7 +139,16 @@ func (s *Server) evaluate(c *call) error {
 		nss = inv
 	}
 	res, out := webhook.Answer(ctx, rev, snap.Compiled, nss, evaluator.WithTrace())
-	return c.json(apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate})
+	// Compact, unlike other answers: an indenting encoder would re-indent
+	// the review, which must stay byte for byte the webhook's.
+	b, err := json.Marshal(apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate})
+	if err != nil {
+		return err
+	}
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write(append(b, '\n'))
+	return nil
 }
 
 // wireTrace flattens the evaluator's per-policy trace into one entry per
