@@ -25,36 +25,34 @@ func splitObjects(body []byte, list string) ([][]byte, error) {
 	if len(trimmed) == 0 {
 		return nil, badRequest("the request body is empty: send Kubernetes objects as YAML or JSON")
 	}
+	var (
+		out [][]byte
+		err error
+	)
+	// As kubectl decides: a body that starts as JSON is JSON.
+	if trimmed[0] == '{' || trimmed[0] == '[' {
+		chunks, jsonErr := jsonChunks(trimmed)
+		if jsonErr != nil {
+			return nil, invalidField(fmt.Sprintf("%s[%d]", list, len(chunks)), "invalid JSON: %v", jsonErr)
+		}
+		out, err = objects(chunks, list)
+	} else {
+		out, err = objects(yamlChunks(body), list)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, badRequest("the request body holds no objects, only empty or comment-only documents")
+	}
+	return out, nil
+}
+
+// objects parses each chunk, skips the empty ones and expands Lists.
+func objects(chunks [][]byte, list string) ([][]byte, error) {
 	var out [][]byte
 	bad := func(format string, args ...any) error {
 		return invalidField(fmt.Sprintf("%s[%d]", list, len(out)), format, args...)
-	}
-	var chunks [][]byte
-	if trimmed[0] == '{' || trimmed[0] == '[' {
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		for {
-			var raw json.RawMessage
-			err := dec.Decode(&raw)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, bad("invalid JSON: %v", err)
-			}
-			chunks = append(chunks, raw)
-		}
-	} else {
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(body)))
-		for {
-			chunk, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, bad("reading YAML: %v", err)
-			}
-			chunks = append(chunks, chunk)
-		}
 	}
 	var add func(v any) error
 	add = func(v any) error {
@@ -99,10 +97,39 @@ func splitObjects(body []byte, list string) ([][]byte, error) {
 			return nil, err
 		}
 	}
-	if len(out) == 0 {
-		return nil, badRequest("the request body holds no objects, only empty or comment-only documents")
-	}
 	return out, nil
+}
+
+// jsonChunks splits a stream of JSON values.
+func jsonChunks(b []byte) ([][]byte, error) {
+	var out [][]byte
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, raw)
+	}
+}
+
+// yamlChunks splits multi-document YAML at its --- lines; each chunk is
+// parsed later, so that a syntax error names its document.
+func yamlChunks(b []byte) [][]byte {
+	var out [][]byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for {
+		chunk, err := r.Read()
+		if err != nil {
+			// io.EOF, or a read error of an in-memory reader: none.
+			return out
+		}
+		out = append(out, chunk)
+	}
 }
 
 func describeJSON(v any) string {

@@ -78,7 +78,7 @@ func (s *Server) importNamespaces(c *call) error {
 	if err := s.Policies.ReplaceNamespaces(c.ctx(), c.tenant.ID, cl.ID, nss); err != nil {
 		return err
 	}
-	c.audit(auditlog.Entry{Action: "import", Kind: "Namespace", Name: cl.Name,
+	c.audit(auditlog.Entry{Action: "import", Kind: "NamespaceInventory", Name: cl.Name,
 		Detail: map[string]any{"cluster": cl.Name, "namespaces": len(nss)}})
 	return c.json(apiv1.NamespaceImport{Namespaces: len(nss)})
 }

@@ -34,9 +34,9 @@ func (s *Server) policyRoutes() []route {
 	}
 	return []route{
 		{method: "POST", path: "/api/v1/tenants/{tenant}/apply", access: tenantAdmin,
-			summary: "Create or update policies, bindings and params, all or nothing",
-			query:   []param{{"dryRun", "true: check and report the results, write nothing"}},
-			rawBody: "Kubernetes objects: multi-document YAML, or JSON (one object, or a List or any *List kind with items)",
+			summary:  "Create or update policies, bindings and params, all or nothing",
+			query:    []param{{"dryRun", "true: check and report the results, write nothing"}},
+			rawBody:  "Kubernetes objects: multi-document YAML, or JSON (one object, or a List or any *List kind with items)",
 			response: apiv1.ApplyResult{}, handle: s.apply},
 		{method: "GET", path: "/api/v1/tenants/{tenant}/objects", access: tenantViewer,
 			summary: "List the tenant's stored objects",
@@ -71,8 +71,8 @@ func (s *Server) policyRoutes() []route {
 			summary: "The cluster's namespace inventory", query: pagingParams,
 			response: apiv1.List[json.RawMessage]{}, handle: s.listNamespaces},
 		{method: "PUT", path: "/api/v1/tenants/{tenant}/clusters/{cluster}/namespaces", access: tenantAdmin,
-			summary: "Replace the cluster's namespace inventory",
-			rawBody: "Namespace objects: a List or NamespaceList as `kubectl get namespaces -o yaml|json` prints it, or multi-document YAML",
+			summary:  "Replace the cluster's namespace inventory",
+			rawBody:  "Namespace objects: a List or NamespaceList as `kubectl get namespaces -o yaml|json` prints it, or multi-document YAML",
 			response: apiv1.NamespaceImport{}, handle: s.importNamespaces},
 		{method: "POST", path: "/api/v1/tenants/{tenant}/clusters/{cluster}/evaluate", access: tenantViewer,
 			summary: "Evaluate an AdmissionReview as the webhook would for that cluster, with a trace",

@@ -598,7 +598,7 @@ func TestNamespaceInventory(t *testing.T) {
 	if got := objectNames(t, l.Items); imp.Namespaces != 1 || !slices.Equal(got, []string{"Namespace//web"}) {
 		t.Fatalf("after the second upload: %v", got)
 	}
-	if last := e.auditEntries()[0]; last.Action != "import" || last.Kind != "Namespace" || last.Detail["cluster"] != "prod" {
+	if last := e.auditEntries()[0]; last.Action != "import" || last.Kind != "NamespaceInventory" || last.Name != "prod" || last.Detail["cluster"] != "prod" {
 		t.Fatalf("audit = %+v", last)
 	}
 

@@ -200,7 +200,7 @@ func decodeAll(list string, docs [][]byte) ([]*decoded, []string, error) {
 		for _, fe := range errs {
 			c := *fe
 			c.Field = fmt.Sprintf("%s[%d]", list, i)
-			if fe.Field != "" && fe.Field != "<nil>" {
+			if fe.Field != "" {
 				c.Field += "." + fe.Field
 			}
 			causes = append(causes, &c)

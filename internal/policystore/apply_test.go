@@ -143,9 +143,9 @@ func TestCandidateSnapshotAndDryRunDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &evaluator.Request{UID: "u",
-		Kind:      schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
-		Resource:  schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
-		Name:      "d", Namespace: "prod", Operation: "CREATE",
+		Kind:     schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+		Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		Name:     "d", Namespace: "prod", Operation: "CREATE",
 		Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 			"metadata": map[string]any{"name": "d", "namespace": "prod"}, "spec": map[string]any{"replicas": int64(7)}},
 	}
