@@ -181,3 +181,47 @@ func scanToken(row pgx.CollectableRow) (Token, error) {
 	t.Role = Role(role)
 	return t, err
 }
+
+// ErrNotFound means no token with that id exists in the caller's scope:
+// absent and another tenant's look the same.
+var ErrNotFound = errors.New("admin token not found")
+
+// List returns the tenant's tokens, revoked and expired ones included,
+// oldest first. tenantID 0 lists every token, operator tokens included; only
+// operator calls may pass 0.
+func (s *Store) List(ctx context.Context, tenantID int64) ([]Token, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+tokenColumns+`
+		FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id
+		WHERE ($1 = 0 OR k.tenant_id = $1) ORDER BY k.id`, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("list admin tokens: %w", err)
+	}
+	toks, err := pgx.CollectRows(rows, scanToken)
+	if err != nil {
+		return nil, fmt.Errorf("list admin tokens: %w", err)
+	}
+	return toks, nil
+}
+
+// Revoke revokes the tenant's token id and returns it; from then on it no
+// longer authenticates. Revoking a revoked token returns it unchanged.
+// tenantID 0 reaches any token, operator tokens included; only operator
+// calls may pass 0. A token outside the scope is ErrNotFound.
+func (s *Store) Revoke(ctx context.Context, tenantID, id int64) (Token, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH k AS (
+			UPDATE admin_tokens SET revoked_at = coalesce(revoked_at, now())
+			WHERE id = $2 AND ($1 = 0 OR tenant_id = $1) RETURNING *)
+		SELECT `+tokenColumns+` FROM k LEFT JOIN tenants t ON t.id = k.tenant_id`, tenantID, id)
+	if err != nil {
+		return Token{}, fmt.Errorf("revoke admin token: %w", err)
+	}
+	tok, err := pgx.CollectExactlyOneRow(rows, scanToken)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Token{}, ErrNotFound
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("revoke admin token: %w", err)
+	}
+	return tok, nil
+}

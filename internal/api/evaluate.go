@@ -16,13 +16,8 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
-	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/webhook"
 )
-
-func (s *Server) cluster(c *call) (tenancy.Cluster, error) {
-	return s.Tenancy.FindClusterByName(c.ctx(), c.tenant.ID, c.r.PathValue("cluster"))
-}
 
 func (s *Server) listNamespaces(c *call) error {
 	cl, err := s.cluster(c)

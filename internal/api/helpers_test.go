@@ -11,6 +11,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
@@ -23,9 +25,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // env is an API server on a fresh database with two tenants, a and b, and
 // a token of each kind.
 type env struct {
-	t   *testing.T
-	s   *Server
-	srv *httptest.Server
+	t    *testing.T
+	s    *Server
+	srv  *httptest.Server
+	pool *pgxpool.Pool
 	// Tokens: operator; admin and viewer of tenant a; admin of tenant b.
 	operator, adminA, viewerA, adminB string
 	tenantA, tenantB                  tenancy.Tenant
@@ -39,7 +42,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, s: &Server{
+	e := &env{t: t, pool: pool, s: &Server{
 		Tokens:     adminauth.NewStore(pool),
 		Tenancy:    tenancy.NewStore(pool, ca),
 		Policies:   policystore.New(pool),

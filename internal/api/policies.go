@@ -108,7 +108,11 @@ func (s *Server) apply(c *call) error {
 			if o.Action == policystore.ActionUnchanged {
 				continue
 			}
-			c.audit(auditlog.Entry{Action: "apply", Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
+			action := actionUpdate
+			if o.Action == policystore.ActionCreated {
+				action = actionCreate
+			}
+			c.audit(auditlog.Entry{Action: action, Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
 				VersionBefore: versionPtr(o.VersionBefore), VersionAfter: versionPtr(o.Object.ResourceVersion),
 				Detail: map[string]any{"group": o.Object.Group, "apiVersion": o.Object.APIVersion, "result": o.Action}})
 		}
@@ -287,7 +291,7 @@ func (s *Server) deleteObject(c *call) error {
 		return err
 	}
 	if !dryRun {
-		c.audit(auditlog.Entry{Action: "delete", Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
+		c.audit(auditlog.Entry{Action: actionDelete, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 			VersionBefore: versionPtr(before), VersionAfter: versionPtr(v.Version),
 			Detail: map[string]any{"group": ref.Group}})
 	}

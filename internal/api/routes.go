@@ -49,6 +49,7 @@ func (s *Server) routes() []route {
 	var all []route
 	for _, group := range [][]route{
 		s.coreRoutes(),
+		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.auditRoutes(),
 		s.policyRoutes(),
 	} {
 		all = append(all, group...)

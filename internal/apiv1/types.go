@@ -23,6 +23,9 @@ const (
 	QueryContinue = "continue"
 	DefaultLimit  = 100
 	MaxLimit      = 1000
+	// QueryActiveOnly=true leaves revoked and expired tokens or
+	// credentials out of their lists.
+	QueryActiveOnly = "activeOnly"
 )
 
 // WhoAmI is GET /api/v1/whoami.
@@ -144,10 +147,22 @@ type CredentialRotate struct {
 type Artifacts struct {
 	// Kubeconfig holds the credential's secret; it is returned only when a
 	// credential is issued.
-	Kubeconfig             string `json:"kubeconfig,omitempty"`
+	// A certificate signed from a CSR has no kubeconfig: the gateway never
+	// saw its key.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// AdmissionConfiguration is for the apiserver's
+	// --admission-control-config-file. It points both webhook admission
+	// plugins at the kubeconfig at KubeconfigPath; the admin may install the
+	// kubeconfig elsewhere and change kubeConfigFile to match (the apiserver
+	// needs an absolute path).
 	AdmissionConfiguration string `json:"admissionConfiguration"`
-	Webhooks               string `json:"webhooks"`
+	// Webhooks is the ValidatingWebhookConfiguration to apply to the cluster.
+	Webhooks string `json:"webhooks"`
 }
+
+// KubeconfigPath is where the generated AdmissionConfiguration expects the
+// kubeconfig on the apiserver's hosts.
+const KubeconfigPath = "/etc/kubernetes/portcullis/kubeconfig.yaml"
 
 // Admin token roles.
 const (

@@ -67,6 +67,9 @@ type Filter struct {
 	Actor        string
 	Kind         string
 	Name         string
+	// Tenant matches the tenant's name as recorded, so that the entries of
+	// a deleted tenant can still be found.
+	Tenant string
 	// Before pages backwards: only entries with a smaller id.
 	Before int64
 	Limit  int
@@ -91,9 +94,9 @@ func (s *Store) List(ctx context.Context, tenantID int64, f Filter) ([]Entry, er
 		WHERE ($1 = 0 OR tenant_id = $1)
 		  AND ($2::timestamptz IS NULL OR time >= $2) AND ($3::timestamptz IS NULL OR time < $3)
 		  AND ($4 = '' OR actor = $4) AND ($5 = '' OR lower(kind) = lower($5)) AND ($6 = '' OR name = $6)
-		  AND ($7 = 0 OR id < $7)
+		  AND ($7 = 0 OR id < $7) AND ($9 = '' OR tenant = $9)
 		ORDER BY id DESC LIMIT $8`,
-		tenantID, since, until, f.Actor, f.Kind, f.Name, f.Before, f.Limit)
+		tenantID, since, until, f.Actor, f.Kind, f.Name, f.Before, f.Limit, f.Tenant)
 	if err != nil {
 		return nil, err
 	}
