@@ -43,7 +43,7 @@ func splitObjects(body []byte, list string) ([][]byte, error) {
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, badRequest("the request body holds no objects, only empty or comment-only documents")
+		return nil, badRequest("the request body holds no objects: only empty or comment-only documents, or empty Lists")
 	}
 	return out, nil
 }

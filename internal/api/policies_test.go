@@ -137,6 +137,41 @@ func TestApplyCreatedUnchangedConfigured(t *testing.T) {
 	}
 }
 
+func TestApplyBodyForms(t *testing.T) {
+	e := newEnv(t)
+	cm := func(name string) string {
+		return fmt.Sprintf(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": %q, "namespace": "n"}}`, name)
+	}
+	bodies := []struct {
+		name, body string
+		want       []string
+	}{
+		{"JSON stream", cm("a") + "\n" + cm("b"), []string{"a", "b"}},
+		{"JSON array", "[" + cm("c") + ", " + cm("d") + "]", []string{"c", "d"}},
+		{"ConfigMapList", `{"apiVersion": "v1", "kind": "ConfigMapList", "items": [` + cm("e") + `]}`, []string{"e"}},
+		{"YAML List", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: f, namespace: n}}\n" +
+			"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: g, namespace: n}\n", []string{"f", "g"}},
+		{"leading separator and CRLF", "---\r\napiVersion: v1\r\nkind: ConfigMap\r\nmetadata: {name: h, namespace: n}\r\n", []string{"h"}},
+	}
+	for _, b := range bodies {
+		res := e.apply(e.adminA, "/api/v1/tenants/a/apply", b.body)
+		var got []string
+		for i, r := range res.Results {
+			if r.Document != i || r.Action != apiv1.ActionCreated {
+				t.Errorf("%s: result %d = %+v", b.name, i, r)
+			}
+			got = append(got, r.Name)
+		}
+		if !slices.Equal(got, b.want) {
+			t.Errorf("%s: applied %v, want %v", b.name, got, b.want)
+		}
+	}
+	code, raw := e.do(e.adminA, "POST", "/api/v1/tenants/a/apply", `{"apiVersion": "v1", "kind": "List", "items": []}`)
+	if code != 400 {
+		t.Errorf("an empty List = %d %s", code, raw)
+	}
+}
+
 func TestApplyParamWarningsConsiderTheSameApply(t *testing.T) {
 	e := newEnv(t)
 	policy := `apiVersion: admissionregistration.k8s.io/v1
@@ -251,6 +286,8 @@ spec:
 		{"no kind", "apiVersion: v1\nmetadata: {name: x}\n", 422, []string{"documents[0].kind: Required value"}},
 		{"not YAML", "\tkind: [unclosed\n", 422, []string{"documents[0]: not valid YAML or JSON"}},
 		{"plain text", "this is not an object", 422, []string{"documents[0]: must be a Kubernetes object"}},
+		{"binary", "\x00\xff\xfe\x01garbage", 422, []string{"documents[0]: "}},
+		{"a list of numbers", "[1, 2]", 422, []string{"documents[0]: must be a Kubernetes object (a YAML or JSON mapping with apiVersion and kind), not a number"}},
 		{"bad JSON", `{"apiVersion": "v1", "kind": }`, 422, []string{"documents[0]: invalid JSON"}},
 		{"YAML error in the second document", good + "---\nkind: [\n", 422, []string{"documents[1]: not valid YAML or JSON"}},
 		{"duplicate key", "apiVersion: v1\nkind: ConfigMap\nkind: Secret\nmetadata: {name: x}\n", 422, []string{"documents[0]: not valid YAML or JSON"}},
