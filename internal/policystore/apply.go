@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -130,7 +131,8 @@ func lockHead(ctx context.Context, tx pgx.Tx, tenantID int64) (int64, error) {
 	err := tx.QueryRow(ctx, `INSERT INTO policy_heads AS h (tenant_id, version) VALUES ($1, 0)
 		ON CONFLICT (tenant_id) DO UPDATE SET version = h.version
 		RETURNING version`, tenantID).Scan(&v)
-	if err != nil && strings.Contains(err.Error(), "23503") { // foreign_key_violation
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
 		return 0, &Error{Code: ENOTFOUND, Err: err, Message: fmt.Sprintf("tenant %d not found", tenantID)}
 	}
 	return v, err

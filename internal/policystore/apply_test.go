@@ -127,6 +127,9 @@ func TestApplyAllRefusesEveryBadDocument(t *testing.T) {
 	if v, _ := s.TenantVersion(ctx, tenant); v != 0 {
 		t.Fatalf("a refused apply wrote version %d", v)
 	}
+	if _, _, err := s.ApplyAll(ctx, tenant+1000, "alice", docs(limitsParam), false); ErrorCode(err) != ENOTFOUND {
+		t.Fatalf("an unknown tenant: %v", err)
+	}
 	// The single-object Apply refuses the typo too, instead of storing a
 	// param.
 	if _, err := s.Apply(ctx, tenant, "alice", []byte(typo)); ErrorCode(err) != EINVALID {
