@@ -941,3 +941,51 @@ func TestOtherTenantsObjectsLookAbsent(t *testing.T) {
 		t.Fatalf("tenant b evaluated tenant a's policies: %s", ev.Review)
 	}
 }
+
+func TestEvaluateWarningsAndAuditAnnotationsAsTheWebhook(t *testing.T) {
+	e := newEnv(t)
+	cl := e.cluster(e.tenantA.ID, "prod")
+	e.apply(e.adminA, "/api/v1/tenants/a/apply", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: team-audit}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+  validations:
+  - expression: "object.metadata.labels['team'] == 'platform'"
+    messageExpression: "'team ' + object.metadata.labels['team'] + ' is not platform'"
+  auditAnnotations:
+  - key: team
+    valueExpression: "string(object.metadata.labels['team'])"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: team-audit}
+spec: {policyName: team-audit, validationActions: [Warn, Audit]}
+`)
+	rev := review(t, "admission.k8s.io/v1", "shop", sample(t, "pod.json"))
+	res := e.evaluate(e.viewerA, "prod", apiv1.EvaluateRequest{Review: rev})
+	if want := e.webhookAnswer(cl, rev); !bytes.Equal(res.Review, want) {
+		t.Fatalf("evaluate review:\n%s\nwebhook:\n%s", res.Review, want)
+	}
+	var out struct {
+		Response struct {
+			Allowed          bool
+			Warnings         []string
+			AuditAnnotations map[string]string
+		}
+	}
+	if err := json.Unmarshal(res.Review, &out); err != nil {
+		t.Fatal(err)
+	}
+	r := out.Response
+	if !r.Allowed || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "team checkout is not platform") ||
+		r.AuditAnnotations["team-audit.team"] != "checkout" || r.AuditAnnotations["validation_failure"] == "" {
+		t.Fatalf("response = %+v", r)
+	}
+	if len(res.Trace) != 1 || len(res.Trace[0].AuditAnnotations) != 1 || res.Trace[0].AuditAnnotations[0].Name != "team" ||
+		res.Trace[0].AuditAnnotations[0].Result != "checkout" || res.Trace[0].Outcome != "Violation" {
+		t.Fatalf("trace = %+v", res.Trace)
+	}
+}

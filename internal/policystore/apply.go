@@ -242,8 +242,12 @@ func decodeAll(list string, docs [][]byte) ([]*decoded, []string, error) {
 			parts[i] = objects[i] + " " + parts[i]
 		}
 	}
+	verb, n := "are", countObjects(causes)
+	if n == 1 {
+		verb = "is"
+	}
 	return nil, nil, &Error{Code: EINVALID, Causes: causes, causeObjects: objects,
-		Message: fmt.Sprintf("%d of the %s are invalid; nothing was written: %s", countObjects(causes), list, strings.Join(parts, "; "))}
+		Message: fmt.Sprintf("%d of the %d %s %s invalid; nothing was written: %s", n, len(docs), list, verb, strings.Join(parts, "; "))}
 }
 
 func countObjects(causes field.ErrorList) int {

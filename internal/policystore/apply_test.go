@@ -121,7 +121,7 @@ func TestApplyAllRefusesEveryBadDocument(t *testing.T) {
 			t.Errorf("the message does not name %s: %s", field, st.Message)
 		}
 	}
-	if !strings.HasPrefix(st.Message, "5 of the documents are invalid; nothing was written: ") {
+	if !strings.HasPrefix(st.Message, "5 of the 6 documents are invalid; nothing was written: ") {
 		t.Errorf("message = %s", st.Message)
 	}
 	if v, _ := s.TenantVersion(ctx, tenant); v != 0 {
