@@ -5,78 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/portcullis-dev/portcullis/internal/admission"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
-	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/webhook"
 )
-
-func (s *Server) listNamespaces(c *call) error {
-	cl, err := s.cluster(c)
-	if err != nil {
-		return err
-	}
-	nss, err := s.Policies.ListNamespaces(c.ctx(), c.tenant.ID, cl.ID)
-	if err != nil {
-		return err
-	}
-	// Sorted by name already; names are unique.
-	p, err := page(c, nss, func(ns *corev1.Namespace) string { return ns.Name })
-	if err != nil {
-		return err
-	}
-	out := apiv1.List[json.RawMessage]{Items: make([]json.RawMessage, len(p.Items)), Continue: p.Continue}
-	for i, ns := range p.Items {
-		ns.APIVersion, ns.Kind = "v1", "Namespace"
-		if out.Items[i], err = json.Marshal(ns); err != nil {
-			return err
-		}
-	}
-	return c.json(out)
-}
-
-func (s *Server) importNamespaces(c *call) error {
-	cl, err := s.cluster(c)
-	if err != nil {
-		return err
-	}
-	body, err := c.body()
-	if err != nil {
-		return err
-	}
-	objs, err := splitObjects(body, "items")
-	if err != nil {
-		return err
-	}
-	nss := make([]*corev1.Namespace, len(objs))
-	for i, js := range objs {
-		var meta struct{ APIVersion, Kind string }
-		_ = json.Unmarshal(js, &meta)
-		if meta.APIVersion != "v1" || meta.Kind != "Namespace" {
-			return invalidField(fmt.Sprintf("items[%d].kind", i),
-				"must be a Namespace (apiVersion v1), not %s %s: the inventory holds Namespace objects only", meta.APIVersion, meta.Kind)
-		}
-		ns := &corev1.Namespace{}
-		if err := json.Unmarshal(js, ns); err != nil {
-			return invalidField(fmt.Sprintf("items[%d]", i), "not a valid Namespace: %v", err)
-		}
-		nss[i] = ns
-	}
-	if err := s.Policies.ReplaceNamespaces(c.ctx(), c.tenant.ID, cl.ID, nss); err != nil {
-		return err
-	}
-	c.audit(auditlog.Entry{Action: "import", Kind: "NamespaceInventory", Name: cl.Name,
-		Detail: map[string]any{"cluster": cl.Name, "namespaces": len(nss)}})
-	return c.json(apiv1.NamespaceImport{Namespaces: len(nss)})
-}
 
 // evaluateBudget bounds one evaluation as the webhook's default ?timeout
 // (10s, minus its margin for the answer) does.
