@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -332,8 +333,8 @@ func wireVersion(v *policystore.Version) apiv1.Version {
 
 // pathVersion reads a version number from the path or the query.
 func pathVersion(name, v string) (int64, error) {
-	var n int64
-	if _, err := fmt.Sscan(v, &n); err != nil || n < 1 || fmt.Sprint(n) != v {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
 		return 0, invalidField(name, "must be a version number as the object's history shows it, not %q", v)
 	}
 	return n, nil
