@@ -254,6 +254,11 @@ func TestDocuments(t *testing.T) {
 	if err.Error() != wantErr {
 		t.Fatalf("error %q\nwant  %q", err, wantErr)
 	}
+	se.Status.Message = `1 of the 3 documents is invalid; nothing was written: ConfigMap "two" documents[2].spec.policyName: Required value`
+	wantErr = "1 of the 3 documents is invalid; nothing was written (Invalid, HTTP 422)\n  " + filepath.Join(dir, "b.yaml") + ", document 3, field spec.policyName: Required value"
+	if err.Error() != wantErr {
+		t.Fatalf("error %q\nwant  %q", err, wantErr)
+	}
 	se.Status.Message = "2 documents are invalid"
 	se.Status.Details.Causes = append(se.Status.Details.Causes, Cause{Field: "documents[0]", Message: "unknown kind"})
 	wantErr = "2 documents are invalid (Invalid, HTTP 422)\n  " + filepath.Join(dir, "b.yaml") + ", document 3, field spec.policyName: Required value\n  " +
@@ -267,12 +272,18 @@ func TestDocuments(t *testing.T) {
 		"nokind.yaml": "apiVersion: v1\nmetadata: {name: x}\n",
 		"bad.yaml":    "apiVersion: v1\nkind: [\n",
 		"scalar.yaml": "just a string\n",
+		"number.yaml": "apiVersion: 1\nkind: ConfigMap\n",
 	} {
 		p := filepath.Join(t.TempDir(), name)
 		os.WriteFile(p, []byte(content), 0o644)
 		if _, err := (&env{}).readDocuments([]string{p}); err == nil || !strings.Contains(err.Error(), p+", document 1") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// YAML reads `name: y` as true: the server judges it, naming the field.
+	p := writeTemp(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\n")
+	if docs, err := (&env{}).readDocuments([]string{p}); err != nil || len(docs) != 1 || docs[0].meta.Kind != "ConfigMap" {
+		t.Errorf("a name that is not a string: %v", err)
 	}
 	if _, err := (&env{}).readDocuments([]string{t.TempDir()}); err == nil || !strings.Contains(err.Error(), "has no *.yaml") {
 		t.Errorf("empty directory: %v", err)
@@ -374,4 +385,13 @@ ops     acme     apply (dry run)   ValidatingAdmissionPolicy   <none>      limit
 	if b.String() != want {
 		t.Fatalf("tables:\n%s\nwant:\n%s", b.String(), want)
 	}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "doc.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

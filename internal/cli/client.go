@@ -397,6 +397,19 @@ func (e *statusError) Error() string {
 	if len(causes) == 1 && causes[0].Field != "" && msg == causes[0].Field+": "+causes[0].Message {
 		causes = nil
 	}
+	// A message that goes on to repeat a cause keeps only its summary
+	// ("1 of the 2 documents is invalid; nothing was written"); the causes
+	// follow, one per line.
+	for _, c := range causes {
+		at := strings.Index(msg, c.Field)
+		if c.Field == "" || at < 0 {
+			continue
+		}
+		if colon := strings.Index(msg, ": "); colon > 0 && colon < at {
+			msg = msg[:colon]
+		}
+		break
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s, HTTP %d)", where(msg), reason, e.Code)
 	for _, c := range causes {

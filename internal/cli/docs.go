@@ -155,9 +155,9 @@ func splitDocuments(file string, b []byte) ([]document, error) {
 		if err := json.Unmarshal(j, &obj); err != nil {
 			return nil, fmt.Errorf("%s: not an object", at.where())
 		}
-		var meta objectMeta
-		_ = json.Unmarshal(j, &meta)
-		if items, ok := obj["items"]; ok && strings.HasSuffix(meta.Kind, "List") {
+		var kind string
+		_ = json.Unmarshal(obj["kind"], &kind)
+		if items, ok := obj["items"]; ok && strings.HasSuffix(kind, "List") {
 			var list []json.RawMessage
 			if err := json.Unmarshal(items, &list); err != nil {
 				return nil, fmt.Errorf("%s, field items: not a list", at.where())
@@ -180,10 +180,32 @@ func splitDocuments(file string, b []byte) ([]document, error) {
 }
 
 // checkObject reads the fields that address an object, so that a file
-// without them is refused here, naming the file.
+// without them is refused here, naming the file. Anything else is the
+// server's to judge.
 func checkObject(d *document) error {
-	if err := json.Unmarshal(d.json, &d.meta); err != nil {
-		return fmt.Errorf("%s: not an object: %w", d.where(), err)
+	var obj map[string]any
+	if err := json.Unmarshal(d.json, &obj); err != nil || obj == nil {
+		return fmt.Errorf("%s: not an object", d.where())
+	}
+	str := func(v any, field string) (string, error) {
+		s, ok := v.(string)
+		if v != nil && !ok {
+			return "", fmt.Errorf("%s, field %s: must be a string, not %v", d.where(), field, v)
+		}
+		return s, nil
+	}
+	var err error
+	if d.meta.APIVersion, err = str(obj["apiVersion"], "apiVersion"); err != nil {
+		return err
+	}
+	if d.meta.Kind, err = str(obj["kind"], "kind"); err != nil {
+		return err
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		// A name that is not a string (YAML reads `name: y` as true) is
+		// left for the server, which names the field.
+		d.meta.Metadata.Name, _ = md["name"].(string)
+		d.meta.Metadata.Namespace, _ = md["namespace"].(string)
 	}
 	switch {
 	case d.meta.APIVersion == "":

@@ -222,7 +222,8 @@ func cmdGet(e *env, args []string) error {
 	}
 	switch len(found) {
 	case 0:
-		return fmt.Errorf("no %s named %q in tenant %q", strings.TrimSuffix(cat, "s"), name, *tenant)
+		return fmt.Errorf("no %s named %q in tenant %q", map[string]string{apiv1.TypePolicies: "policy",
+			apiv1.TypeBindings: "binding", apiv1.TypeParams: "param"}[cat], name, *tenant)
 	case 1:
 	default:
 		var kinds []string
