@@ -374,8 +374,19 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 		t.Fatalf("apply of an unused param: %d %q %q", code, out, stderr)
 	}
 
-	// A second version, then history, diff and rollback.
+	// A second version: first tried with test --with, then applied; then
+	// history, diff and rollback.
 	writeFile(t, "policy-v2.yaml", strings.Replace(cliPolicy, "the team label is required", "every pod needs a team label", 1))
+	writeFile(t, "no-team.json", podReview("admission.k8s.io/v1", "no-team", "default", noTeamPod, false))
+	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json"); !strings.HasPrefix(out, "denied (422 Invalid)") || !strings.Contains(out, "the team label is required") {
+		t.Fatalf("test:\n%s", out)
+	}
+	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json", "--with", "policy-v2.yaml"); !strings.Contains(out, "every pod needs a team label") {
+		t.Fatalf("test --with the candidate policy:\n%s", out)
+	}
+	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json", "--with", "policy-v2.yaml", "--replace"); out != "allowed\n" {
+		t.Fatalf("test --with a policy without its binding, --replace:\n%s", out)
+	}
 	a.ok("apply", "--tenant", "acme", "-f", "policy-v2.yaml")
 	golden(t, "history.txt", a.ok("history", "--tenant", "acme", "vap", "require-team"), true)
 	if out := a.ok("diff", "--tenant", "acme", "vap", "require-team", "--from", "1"); !strings.Contains(out, "-    message: the team label is required") ||
