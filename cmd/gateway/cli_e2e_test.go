@@ -373,6 +373,12 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	if code != 0 || out != "configmap/limits created (dry run)\n" || !strings.Contains(stderr, "Warning: configmap/limits: ") {
 		t.Fatalf("apply of an unused param: %d %q %q", code, out, stderr)
 	}
+	a.ok("apply", "--tenant", "acme", "-f", "param.yaml")
+	golden(t, "get-params.txt", a.ok("get", "params", "--tenant", "acme"), true)
+	if out := a.ok("get", "configmap", "limits", "-n", "policy", "--tenant", "acme", "-o", "json"); !strings.Contains(out, `"max": "3"`) {
+		t.Fatalf("get configmap limits -o json:\n%s", out)
+	}
+	a.ok("delete", "--tenant", "acme", "-f", "param.yaml")
 
 	// A second version: first tried with test --with, then applied; then
 	// history, diff and rollback.
