@@ -46,6 +46,14 @@ type Config struct {
 	MaxRequestBytes    int64
 	MetricsTenantLabel bool
 	Instance           string
+
+	// Decision recorder (internal/decisions): how long decisions are kept,
+	// the most rows per COPY, the bound of the in-memory queue, and whether
+	// each decision is also logged.
+	DecisionRetention time.Duration
+	DecisionBatchRows int
+	DecisionQueueSize int
+	DecisionLog       bool
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
@@ -73,6 +81,10 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.PolicyCacheTenants, "policy-cache-tenants", 10_000, "most tenants whose compiled policies are kept in memory (least recently used are evicted)")
 	fs.Int64Var(&c.PolicyCacheBytes, "policy-cache-bytes", 4<<30, "approximate heap bound of the compiled policy cache, in bytes")
 	fs.DurationVar(&c.PolicyResync, "policy-resync", 10*time.Second, "how often cached policy versions are checked against the database (at most 30s)")
+	fs.DurationVar(&c.DecisionRetention, "decision-retention", 30*24*time.Hour, "how long decisions are kept; older daily partitions are dropped (at least 24h)")
+	fs.IntVar(&c.DecisionBatchRows, "decision-batch-rows", 1000, "most decisions written by one COPY (a batch is also written every 200ms)")
+	fs.IntVar(&c.DecisionQueueSize, "decision-queue-size", 10_000, "decisions held in memory before they spill to --state-dir/decisions")
+	fs.BoolVar(&c.DecisionLog, "decision-log", false, "also log each decision as a JSON line")
 	if err := envflag.Parse(fs, EnvPrefix, args, getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, usageError{fs}
@@ -124,6 +136,12 @@ func (c Config) Validate() error {
 		return errors.New("--max-request-bytes must be at least 1024")
 	case c.MaxHeaderBytes < 4096:
 		return errors.New("--max-header-bytes must be at least 4096")
+	case c.DecisionRetention < 24*time.Hour:
+		return errors.New("--decision-retention must be at least 24h: decisions are kept in daily partitions")
+	case c.DecisionBatchRows < 1:
+		return errors.New("--decision-batch-rows must be at least 1")
+	case c.DecisionQueueSize < 1:
+		return errors.New("--decision-queue-size must be at least 1")
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {

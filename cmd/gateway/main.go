@@ -95,10 +95,14 @@ type Main struct {
 	// inventory from memory.
 	Policies *policystore.Store
 	// Recorder receives one decision per webhook request; set it before Run
-	// to capture them (tests), else they are logged.
-	Recorder    decisions.Recorder
-	PolicyCache *policystore.Cache
-	Namespaces  *policystore.NamespaceCache
+	// to capture them (tests), else DecisionRecorder stores them.
+	Recorder decisions.Recorder
+	// DecisionRecorder writes decisions to the database (nil when Recorder
+	// was set); Decisions lists them and their stats for the admin API.
+	DecisionRecorder *decisions.PGRecorder
+	Decisions        *decisions.Store
+	PolicyCache      *policystore.Cache
+	Namespaces       *policystore.NamespaceCache
 
 	webhookLn, adminLn, metricsLn    net.Listener
 	webhookSrv, adminSrv, metricsSrv *http.Server
@@ -191,6 +195,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.setupPolicies(bg); err != nil {
 		return err
 	}
+	if err := m.setupDecisions(bg); err != nil {
+		return err
+	}
 	m.setupWebhook()
 	adminAPI := &api.Server{Tokens: adminauth.NewStore(m.Pool), Logger: m.Logger}
 	m.AdminMux.Handle("/", adminAPI.Handler())
@@ -236,12 +243,47 @@ func (m *Main) setupWebhook() {
 }
 
 // recorder is where decisions go: Main.Recorder when a test set one, else
-// the log.
+// the database; also the log under --decision-log.
 func (m *Main) recorder() decisions.Recorder {
-	if m.Recorder != nil {
-		return m.Recorder
+	var r decisions.Recorder
+	switch {
+	case m.Recorder != nil:
+		r = m.Recorder
+	case m.DecisionRecorder != nil:
+		r = m.DecisionRecorder
+	default:
+		return decisions.LogRecorder{Logger: m.Logger}
 	}
-	return decisions.LogRecorder{Logger: m.Logger}
+	if m.Config.DecisionLog {
+		return decisions.Recorders{r, decisions.LogRecorder{Logger: m.Logger}}
+	}
+	return r
+}
+
+// setupDecisions starts partition maintenance and, unless a test set
+// Main.Recorder, the database recorder. Spill files of an earlier run are
+// replayed in the background.
+func (m *Main) setupDecisions(bg context.Context) error {
+	m.Decisions = decisions.NewStore(m.Pool)
+	parts := &decisions.Partitions{Pool: m.Pool, Retention: m.Config.DecisionRetention, Logger: m.Logger}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); _ = parts.Run(bg) }()
+	if m.Recorder != nil {
+		return nil
+	}
+	var err error
+	m.DecisionRecorder, err = decisions.NewPGRecorder(decisions.RecorderConfig{
+		Pool:       m.Pool,
+		SpillDir:   filepath.Join(m.Config.StateDir, "decisions"),
+		QueueSize:  m.Config.DecisionQueueSize,
+		BatchRows:  m.Config.DecisionBatchRows,
+		Registerer: m.Registry,
+		Logger:     m.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("decision recorder: %w", err)
+	}
+	return nil
 }
 
 // setupPolicies wires the policy store, its snapshot cache (one warm-up
@@ -396,6 +438,14 @@ func (m *Main) Close() error {
 	for _, ln := range []net.Listener{m.webhookLn, m.adminLn, m.metricsLn} {
 		if ln != nil {
 			_ = ln.Close()
+		}
+	}
+	// Every request is answered now, so every decision is handed over; the
+	// recorder writes them while the pool is still open, or spills them to
+	// disk if the database or the rest of the shutdown budget is gone.
+	if m.DecisionRecorder != nil {
+		if err := m.DecisionRecorder.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("decision recorder: %w", err))
 		}
 	}
 	if m.cancel != nil {
