@@ -47,12 +47,12 @@ type fixture struct {
 	dir  string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	return &fixture{pool: pgtest.Pool(t), reg: prometheus.NewRegistry(), dir: t.TempDir()}
 }
 
-func (f *fixture) recorder(t *testing.T, mutate ...func(*RecorderConfig)) *PGRecorder {
+func (f *fixture) recorder(t testing.TB, mutate ...func(*RecorderConfig)) *PGRecorder {
 	t.Helper()
 	cfg := RecorderConfig{Pool: f.pool, SpillDir: f.dir, Registerer: f.reg,
 		FlushInterval: 20 * time.Millisecond, RetryInterval: 50 * time.Millisecond, WriteTimeout: 2 * time.Second}
@@ -68,7 +68,7 @@ func (f *fixture) recorder(t *testing.T, mutate ...func(*RecorderConfig)) *PGRec
 }
 
 // rows returns how many decisions are stored and how many distinct ids.
-func (f *fixture) rows(t *testing.T) (n, distinct int) {
+func (f *fixture) rows(t testing.TB) (n, distinct int) {
 	t.Helper()
 	err := f.pool.QueryRow(context.Background(), "SELECT count(*), count(DISTINCT id) FROM decisions").Scan(&n, &distinct)
 	if err != nil {
@@ -107,7 +107,7 @@ func (f *fixture) insert(t *testing.T, ds ...*Decision) {
 	}
 }
 
-func (f *fixture) counter(t *testing.T, name string) int {
+func (f *fixture) counter(t testing.TB, name string) int {
 	t.Helper()
 	mfs, err := f.reg.Gather()
 	if err != nil {
