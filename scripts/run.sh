@@ -37,7 +37,7 @@ say "seeding the demo: tenant, cluster, baseline policies, namespaces"
 bin/demo seed --dir "$STATE/demo"
 
 say "starting the gateway"
-bin/gateway --dev --state-dir "$STATE" \
+bin/gateway --dev --state-dir "$STATE" --decision-log \
   --webhook-addr "$WEBHOOK_ADDR" --admin-addr "$ADMIN_ADDR" --metrics-addr "$METRICS_ADDR" &
 GW=$!
 trap 'kill -TERM $GW 2>/dev/null; wait $GW' INT TERM
@@ -70,7 +70,8 @@ Portcullis is running.
 
 Demo: tenant "demo", cluster "kind-demo" (bearer token in $STATE/demo/token),
 the 10 baseline policies from samples/baseline, and two sample reviews.
-Each answer is logged as an "admission decision" line.
+Each answer is stored in the decisions table (see docs/decisions.md) and,
+under --decision-log, also logged as an "admission decision" line.
 
 Try it:
   # the webhook, as an apiserver calls it (allowed-pod.json or denied-pod.json):

@@ -54,6 +54,10 @@ type Config struct {
 	DecisionBatchRows int
 	DecisionQueueSize int
 	DecisionLog       bool
+	// DecisionStore off keeps decisions out of the database (they are then
+	// only logged, under DecisionLog): for benchmarks that measure what
+	// storing costs, or a fleet whose log pipeline collects them.
+	DecisionStore bool
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
@@ -85,6 +89,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.DecisionBatchRows, "decision-batch-rows", 1000, "most decisions written by one COPY (a batch is also written every 200ms)")
 	fs.IntVar(&c.DecisionQueueSize, "decision-queue-size", 10_000, "decisions held in memory before they spill to --state-dir/decisions")
 	fs.BoolVar(&c.DecisionLog, "decision-log", false, "also log each decision as a JSON line")
+	fs.BoolVar(&c.DecisionStore, "decision-store", true, "store decisions in the database (false: only --decision-log keeps them)")
 	if err := envflag.Parse(fs, EnvPrefix, args, getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, usageError{fs}

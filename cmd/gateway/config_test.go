@@ -31,7 +31,7 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "decision defaults", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
-			if c.DecisionRetention != 720*time.Hour || c.DecisionBatchRows != 1000 || c.DecisionQueueSize != 10_000 || c.DecisionLog {
+			if c.DecisionRetention != 720*time.Hour || c.DecisionBatchRows != 1000 || c.DecisionQueueSize != 10_000 || c.DecisionLog || !c.DecisionStore {
 				t.Fatalf("decision defaults: %+v", c)
 			}
 		}},

@@ -270,3 +270,32 @@ func gauge(t *testing.T, m *Main, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// --decision-store=false keeps decisions out of the database.
+func TestDecisionStoreOff(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	cfg := testConfig(t, dbURL)
+	cfg.DecisionStore = false
+	e := &e2e{t: t, m: startMain(t, cfg)}
+	e.client = webhookClient(t, e.m, nil)
+	e.onboard()
+	if e.m.DecisionRecorder != nil {
+		t.Fatal("a database recorder with --decision-store=false")
+	}
+	s := &sender{e: e, prefix: "off"}
+	for range 10 {
+		s.send()
+	}
+	if err := e.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var n int
+	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM decisions").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d decisions stored (%v), want none", n, err)
+	}
+}

@@ -243,7 +243,8 @@ func (m *Main) setupWebhook() {
 }
 
 // recorder is where decisions go: Main.Recorder when a test set one, else
-// the database; also the log under --decision-log.
+// the database (unless --decision-store=false); also the log under
+// --decision-log.
 func (m *Main) recorder() decisions.Recorder {
 	var r decisions.Recorder
 	switch {
@@ -252,7 +253,8 @@ func (m *Main) recorder() decisions.Recorder {
 	case m.DecisionRecorder != nil:
 		r = m.DecisionRecorder
 	default:
-		return decisions.LogRecorder{Logger: m.Logger}
+		// --decision-store=false: only the log, if asked for, keeps them.
+		r = decisions.Recorders{}
 	}
 	if m.Config.DecisionLog {
 		return decisions.Recorders{r, decisions.LogRecorder{Logger: m.Logger}}
@@ -268,7 +270,7 @@ func (m *Main) setupDecisions(bg context.Context) error {
 	parts := &decisions.Partitions{Pool: m.Pool, Retention: m.Config.DecisionRetention, Logger: m.Logger}
 	m.wg.Add(1)
 	go func() { defer m.wg.Done(); _ = parts.Run(bg) }()
-	if m.Recorder != nil {
+	if m.Recorder != nil || !m.Config.DecisionStore {
 		return nil
 	}
 	var err error

@@ -32,7 +32,8 @@ type Partitions struct {
 	// zero), so that writes never wait for one and a missed run is harmless.
 	Ahead int
 	// Interval between runs of Run (1h when zero): more often than daily,
-	// so a replica restarting at midnight or a failed run costs little.
+	// so that a replica started just before midnight still creates the next
+	// days in time. A failed run is retried within a minute.
 	Interval time.Duration
 	Logger   *slog.Logger
 	// Now is the clock (time.Now when nil).
@@ -54,13 +55,19 @@ func (p *Partitions) Run(ctx context.Context) error {
 		interval = time.Hour
 	}
 	for {
-		if err := p.Maintain(ctx); err != nil && ctx.Err() == nil && p.Logger != nil {
-			p.Logger.Error("decision partition maintenance failed", "error", err)
+		wait := interval
+		if err := p.Maintain(ctx); err != nil && ctx.Err() == nil {
+			// Writes create a missing partition themselves; retrying soon
+			// keeps them from having to.
+			wait = min(interval, time.Minute)
+			if p.Logger != nil {
+				p.Logger.Error("decision partition maintenance failed", "error", err, "retry_in", wait.String())
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(interval):
+		case <-time.After(wait):
 		}
 	}
 }
