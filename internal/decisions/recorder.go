@@ -175,7 +175,7 @@ func (r *PGRecorder) Close(ctx context.Context) error {
 	// A replay in progress rolls back; its file stays for the next start.
 	r.cancelReplay()
 	<-r.replayDone
-	return r.spool.sync()
+	return r.spool.close()
 }
 
 func (r *PGRecorder) writeLoop() {

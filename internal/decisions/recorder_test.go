@@ -267,3 +267,48 @@ func TestMissingPartitionIsCreated(t *testing.T) {
 		t.Fatalf("spilled = %d, want 0", got)
 	}
 }
+
+// Only when the spill file cannot be written is a decision dropped, and
+// then it is counted.
+func TestDropOnlyWhenSpillFails(t *testing.T) {
+	f := newFixture(t)
+	r := f.recorder(t, func(c *RecorderConfig) { c.QueueSize = 1; c.FlushInterval = time.Hour; c.BatchRows = 1000 })
+	// The spill directory becomes a file: every append fails.
+	if err := os.RemoveAll(f.dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.dir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		r.Record(decision(time.Now()))
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The writer takes decisions off the queue as they come, so some fit.
+	dropped, written := f.counter(t, "portcullis_decisions_dropped_total"), f.counter(t, "portcullis_decisions_written_total")
+	if dropped == 0 || dropped+written != 10 || f.counter(t, "portcullis_decisions_spilled_total") != 0 {
+		t.Fatalf("dropped %d, written %d; want some dropped and the rest written", dropped, written)
+	}
+	f.waitRows(t, written)
+}
+
+// A spilled row the database refuses loses only itself, not its file.
+func TestReplayDropsOnlyRefusedRows(t *testing.T) {
+	f := newFixture(t)
+	var ds []*Decision
+	for range 5 {
+		ds = append(ds, decision(time.Now()))
+	}
+	bad := decision(time.Now())
+	bad.Verdict = "maybe" // refused by the table's CHECK
+	ds = append(ds, bad)
+	writeSpill(t, f.dir, ds)
+	f.recorder(t)
+	f.waitRows(t, 5)
+	waitFor(t, func() bool { return f.counter(t, "portcullis_decisions_spill_bytes") == 0 })
+	if got := f.counter(t, "portcullis_decisions_dropped_total"); got != 2 {
+		t.Fatalf("dropped = %d, want 2 (the refused row and the torn line)", got)
+	}
+}
