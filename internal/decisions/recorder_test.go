@@ -198,6 +198,11 @@ func TestOutageSpillsAndReplays(t *testing.T) {
 	if f.counter(t, "portcullis_decisions_spill_bytes") == 0 {
 		t.Fatal("spill_bytes = 0 while decisions are spilled")
 	}
+	// Replay attempts do not cut the spill into a file per attempt.
+	time.Sleep(10 * 50 * time.Millisecond)
+	if files, _ := os.ReadDir(f.dir); len(files) != 1 {
+		t.Fatalf("%d spill files during the outage, want 1", len(files))
+	}
 	pgtest.StartServer(t)
 	restarted = true
 	for range phase {

@@ -19,24 +19,17 @@ func (r *PGRecorder) replayLoop(ctx context.Context) {
 	tick := time.NewTicker(r.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
-		switch {
-		case r.spool.pending():
-			n, err := r.Replay(ctx)
-			if err != nil {
+		// While the database is down, probe it before replaying: a replay
+		// closes the spill file being written, and one attempt a second
+		// would leave a file a second behind.
+		if r.spool.pending() || r.down.Load() {
+			if err := r.probe(ctx); err != nil {
 				r.logReplayFailure(ctx, err)
-				break
-			}
-			if r.down.Swap(false) {
+			} else if n, err := r.Replay(ctx); err != nil {
+				r.logReplayFailure(ctx, err)
+			} else if r.down.Swap(false) {
 				r.cfg.Logger.Info("the database is back: writing decisions again", "replayed", n)
 			}
-		case r.down.Load():
-			// Down with nothing spilled: the spill itself failed. Probe.
-			pctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
-			if r.cfg.Pool.Ping(pctx) == nil {
-				r.down.Store(false)
-				r.cfg.Logger.Info("the database is back: writing decisions again")
-			}
-			cancel()
 		}
 		select {
 		case <-ctx.Done():
@@ -45,6 +38,15 @@ func (r *PGRecorder) replayLoop(ctx context.Context) {
 		case <-r.replayNow:
 		}
 	}
+}
+
+func (r *PGRecorder) probe(ctx context.Context) error {
+	if !r.down.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
+	defer cancel()
+	return r.cfg.Pool.Ping(ctx)
 }
 
 // logReplayFailure logs at most every 30s while the database stays away.
