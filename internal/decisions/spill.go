@@ -55,8 +55,23 @@ func openSpool(dir string, maxSize int64) (*spool, error) {
 
 // append writes whole lines to the current segment, and fsyncs them when
 // sync is set. A failed write is cut off again and the segment closed, so
-// no partial line stays in the middle of a file.
+// no partial line stays in the middle of a file. The fsync runs outside the
+// lock: a request spilling one decision (queue full) must not wait for the
+// writer's fsync of a batch.
 func (s *spool) append(lines []byte, sync bool) error {
+	f, err := s.write(lines, sync)
+	if err != nil || !sync || f == nil {
+		return err
+	}
+	// Closed meanwhile (rotated): closing synced it.
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// write appends lines and returns the file to fsync, if still open.
+func (s *spool) write(lines []byte, sync bool) (*os.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
@@ -65,40 +80,43 @@ func (s *spool) append(lines []byte, sync bool) error {
 		name := fmt.Sprintf("spill-%020d-%d%s", time.Now().UnixNano(), os.Getpid(), segmentExt)
 		f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		s.f, s.size = f, 0
 	}
 	n, err := s.f.Write(lines)
-	if err == nil && sync {
-		err = s.f.Sync()
-		s.dirty = false
-	} else if err == nil {
-		s.dirty = true
-	}
 	if err != nil {
 		_ = s.f.Truncate(s.size)
 		_ = s.f.Close()
 		s.f = nil
-		return err
+		return nil, err
 	}
 	s.size += int64(n)
 	s.bytes.Add(int64(n))
 	if s.size >= s.maxSize {
-		return s.closeCurrent()
+		return nil, s.closeCurrent()
 	}
-	return nil
+	// The caller's fsync covers earlier unsynced appends too.
+	s.dirty = !sync
+	return s.f, nil
 }
 
 // sync fsyncs what append wrote without sync.
 func (s *spool) sync() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil || !s.dirty {
-		return nil
+	f := s.f
+	if !s.dirty {
+		f = nil
 	}
 	s.dirty = false
-	return s.f.Sync()
+	s.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // rotate closes the current segment, so that replay can read it.
