@@ -47,6 +47,12 @@ type Config struct {
 	MetricsTenantLabel bool
 	Instance           string
 
+	// PublicWebhookURL and WebhookCABundle go into the artifacts the admin
+	// API generates for clusters: how their apiservers reach the webhook
+	// listener and the PEM that verifies its certificate.
+	PublicWebhookURL string
+	WebhookCABundle  string
+
 	// Decision recorder (internal/decisions): how long decisions are kept,
 	// the most rows per COPY, the bound of the in-memory queue, and whether
 	// each decision is also logged.
@@ -84,6 +90,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.Instance, "instance", defaultInstance(), "name of this replica in decisions and logs (default: the host name)")
 	fs.IntVar(&c.PolicyCacheTenants, "policy-cache-tenants", 10_000, "most tenants whose compiled policies are kept in memory (least recently used are evicted)")
 	fs.Int64Var(&c.PolicyCacheBytes, "policy-cache-bytes", 4<<30, "approximate heap bound of the compiled policy cache, in bytes")
+	fs.StringVar(&c.PublicWebhookURL, "public-webhook-url", "", "https URL at which apiservers reach the webhook listener, for generated cluster artifacts (default: the listener's own address)")
+	fs.StringVar(&c.WebhookCABundle, "webhook-ca-bundle", "", "PEM file that verifies the webhook's serving certificate, for generated cluster artifacts (default: the development CA, else --tls-cert)")
 	fs.DurationVar(&c.PolicyResync, "policy-resync", 10*time.Second, "how often cached policy versions are checked against the database (at most 30s)")
 	fs.DurationVar(&c.DecisionRetention, "decision-retention", 30*24*time.Hour, "how long decisions are kept; older daily partitions are dropped (at least 24h)")
 	fs.IntVar(&c.DecisionBatchRows, "decision-batch-rows", 1000, "most decisions written by one COPY (a batch is also written every 200ms)")
@@ -139,6 +147,8 @@ func (c Config) Validate() error {
 		return errors.New("--state-dir must not be empty")
 	case c.MaxRequestBytes < 1024:
 		return errors.New("--max-request-bytes must be at least 1024")
+	case c.PublicWebhookURL != "" && !strings.HasPrefix(c.PublicWebhookURL, "https://"):
+		return errors.New("--public-webhook-url must be an https:// URL")
 	case c.MaxHeaderBytes < 4096:
 		return errors.New("--max-header-bytes must be at least 4096")
 	case c.DecisionRetention < 24*time.Hour:

@@ -24,6 +24,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/api"
+	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
@@ -103,6 +104,8 @@ type Main struct {
 	Decisions        *decisions.Store
 	PolicyCache      *policystore.Cache
 	Namespaces       *policystore.NamespaceCache
+	// AdminAPI serves /api/v1 on the admin listener.
+	AdminAPI *api.Server
 
 	webhookLn, adminLn, metricsLn    net.Listener
 	webhookSrv, adminSrv, metricsSrv *http.Server
@@ -199,8 +202,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.setupWebhook()
-	adminAPI := &api.Server{Tokens: adminauth.NewStore(m.Pool), Logger: m.Logger}
-	m.AdminMux.Handle("/", adminAPI.Handler())
+	if err := m.setupAdminAPI(); err != nil {
+		return err
+	}
 
 	m.wg.Add(1)
 	go func() { defer m.wg.Done(); _ = m.Listener.Run(bg) }()
@@ -240,6 +244,37 @@ func (m *Main) setupWebhook() {
 		MaxRequestBytes:  m.Config.MaxRequestBytes,
 	}
 	m.WebhookMux.Handle("/t/{tenant}/validate", h)
+}
+
+// setupAdminAPI routes /api/v1 on the admin listener.
+func (m *Main) setupAdminAPI() error {
+	caFile := m.Config.WebhookCABundle
+	switch {
+	case caFile == "" && m.CAFile != "":
+		caFile = m.CAFile
+	case caFile == "":
+		caFile = m.Config.TLSCert
+	}
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("webhook CA bundle: %w", err)
+	}
+	webhookURL := m.Config.PublicWebhookURL
+	if webhookURL == "" {
+		webhookURL = m.WebhookURL()
+	}
+	m.AdminAPI = &api.Server{
+		Tokens:       adminauth.NewStore(m.Pool),
+		Tenancy:      m.Tenancy,
+		Policies:     m.Policies,
+		Audit:        auditlog.NewStore(m.Pool),
+		Logger:       m.Logger,
+		WebhookURL:   webhookURL,
+		CABundle:     ca,
+		MaxBodyBytes: m.Config.MaxRequestBytes,
+	}
+	m.AdminMux.Handle("/api/", m.AdminAPI.Handler())
+	return nil
 }
 
 // recorder is where decisions go: Main.Recorder when a test set one, else

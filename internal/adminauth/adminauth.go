@@ -36,7 +36,14 @@ type Principal struct {
 	Name      string
 	Role      Role
 	ExpiresAt *time.Time
+	// TenantID and TenantName scope an admin or viewer token; both are
+	// zero for an operator.
+	TenantID   int64
+	TenantName string
 }
+
+// Operator reports whether p manages the whole gateway.
+func (p Principal) Operator() bool { return p.Role == RoleOperator }
 
 // ErrUnauthenticated covers missing, unknown, expired and revoked tokens
 // alike, so a caller learns nothing about which.
@@ -95,12 +102,15 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 	}
 	var p Principal
 	var role string
+	var tenantID *int64
+	var tenantName *string
 	// The lookup is by hash: an index probe on a SHA-256 leaks nothing
 	// useful about the secret through timing.
 	err := s.pool.QueryRow(ctx, `
-		SELECT id, name, role, expires_at FROM admin_tokens
-		WHERE token_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
-		Hash(token)).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt)
+		SELECT k.id, k.name, k.role, k.expires_at, k.tenant_id, t.name
+		FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id
+		WHERE k.token_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`,
+		Hash(token)).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt, &tenantID, &tenantName)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated
 	}
@@ -108,5 +118,110 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 		return Principal{}, fmt.Errorf("look up admin token: %w", err)
 	}
 	p.Role = Role(role)
+	if tenantID != nil {
+		p.TenantID, p.TenantName = *tenantID, *tenantName
+	}
 	return p, nil
+}
+
+// Create issues a token and returns its secret, which is not stored.
+// tenantID must be 0 for an operator token and a tenant's id otherwise.
+func (s *Store) Create(ctx context.Context, tenantID int64, name string, role Role, expiresAt *time.Time, createdBy string) (Token, string, error) {
+	switch {
+	case role == RoleOperator && tenantID != 0:
+		return Token{}, "", errors.New("an operator token cannot belong to a tenant")
+	case (role == RoleAdmin || role == RoleViewer) && tenantID == 0:
+		return Token{}, "", fmt.Errorf("a %s token needs a tenant", role)
+	case role != RoleOperator && role != RoleAdmin && role != RoleViewer:
+		return Token{}, "", fmt.Errorf("unknown role %q", role)
+	}
+	secret := NewToken()
+	var tid *int64
+	if tenantID != 0 {
+		tid = &tenantID
+	}
+	rows, err := s.pool.Query(ctx, `
+		WITH k AS (
+			INSERT INTO admin_tokens (name, role, token_hash, tenant_id, expires_at, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING *)
+		SELECT `+tokenColumns+` FROM k LEFT JOIN tenants t ON t.id = k.tenant_id`,
+		name, string(role), Hash(secret), tid, expiresAt, createdBy)
+	if err != nil {
+		return Token{}, "", fmt.Errorf("create admin token: %w", err)
+	}
+	tok, err := pgx.CollectExactlyOneRow(rows, scanToken)
+	if err != nil {
+		return Token{}, "", fmt.Errorf("create admin token: %w", err)
+	}
+	return tok, secret, nil
+}
+
+// Token describes a stored token; the secret is never kept.
+type Token struct {
+	ID         int64
+	Name       string
+	Role       Role
+	TenantID   int64
+	TenantName string
+	CreatedBy  string
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}
+
+const tokenColumns = `k.id, k.name, k.role, coalesce(k.tenant_id, 0), coalesce(t.name, ''), k.created_by,
+	k.created_at, k.expires_at, k.revoked_at, k.last_used_at`
+
+func scanToken(row pgx.CollectableRow) (Token, error) {
+	var t Token
+	var role string
+	err := row.Scan(&t.ID, &t.Name, &role, &t.TenantID, &t.TenantName, &t.CreatedBy,
+		&t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.LastUsedAt)
+	t.Role = Role(role)
+	return t, err
+}
+
+// ErrNotFound means no token with that id exists in the caller's scope:
+// absent and another tenant's look the same.
+var ErrNotFound = errors.New("admin token not found")
+
+// List returns the tenant's tokens, revoked and expired ones included,
+// oldest first. tenantID 0 lists every token, operator tokens included; only
+// operator calls may pass 0.
+func (s *Store) List(ctx context.Context, tenantID int64) ([]Token, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+tokenColumns+`
+		FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id
+		WHERE ($1 = 0 OR k.tenant_id = $1) ORDER BY k.id`, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("list admin tokens: %w", err)
+	}
+	toks, err := pgx.CollectRows(rows, scanToken)
+	if err != nil {
+		return nil, fmt.Errorf("list admin tokens: %w", err)
+	}
+	return toks, nil
+}
+
+// Revoke revokes the tenant's token id and returns it; from then on it no
+// longer authenticates. Revoking a revoked token returns it unchanged.
+// tenantID 0 reaches any token, operator tokens included; only operator
+// calls may pass 0. A token outside the scope is ErrNotFound.
+func (s *Store) Revoke(ctx context.Context, tenantID, id int64) (Token, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH k AS (
+			UPDATE admin_tokens SET revoked_at = coalesce(revoked_at, now())
+			WHERE id = $2 AND ($1 = 0 OR tenant_id = $1) RETURNING *)
+		SELECT `+tokenColumns+` FROM k LEFT JOIN tenants t ON t.id = k.tenant_id`, tenantID, id)
+	if err != nil {
+		return Token{}, fmt.Errorf("revoke admin token: %w", err)
+	}
+	tok, err := pgx.CollectExactlyOneRow(rows, scanToken)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Token{}, ErrNotFound
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("revoke admin token: %w", err)
+	}
+	return tok, nil
 }

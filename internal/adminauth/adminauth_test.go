@@ -78,3 +78,73 @@ func TestBootstrapOnceAndAuthenticate(t *testing.T) {
 		t.Fatalf("expired token: %v", err)
 	}
 }
+
+func TestListAndRevokeAreScopedToTheTenant(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	s := adminauth.NewStore(pool)
+	var a, b int64
+	if err := pool.QueryRow(ctx, `INSERT INTO tenants (name) VALUES ('a') RETURNING id`).Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `INSERT INTO tenants (name) VALUES ('b') RETURNING id`).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	create := func(tenant int64, name string, role adminauth.Role) adminauth.Token {
+		t.Helper()
+		tok, _, err := s.Create(ctx, tenant, name, role, nil, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	op := create(0, "root", adminauth.RoleOperator)
+	create(a, "alice", adminauth.RoleAdmin)
+	vera := create(a, "vera", adminauth.RoleViewer)
+	bob := create(b, "bob", adminauth.RoleAdmin)
+
+	names := func(tenant int64) string {
+		t.Helper()
+		toks, err := s.List(ctx, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tk := range toks {
+			out = append(out, tk.Name+"@"+tk.TenantName)
+		}
+		return strings.Join(out, ",")
+	}
+	for tenant, want := range map[int64]string{0: "root@,alice@a,vera@a,bob@b", a: "alice@a,vera@a", b: "bob@b"} {
+		if got := names(tenant); got != want {
+			t.Errorf("List(%d) = %s, want %s", tenant, got, want)
+		}
+	}
+
+	// Out of scope is not found, whether the token exists or not.
+	for _, id := range []int64{bob.ID, op.ID, 999999} {
+		if _, err := s.Revoke(ctx, a, id); !errors.Is(err, adminauth.ErrNotFound) {
+			t.Errorf("Revoke(a, %d) = %v, want ErrNotFound", id, err)
+		}
+	}
+	got, err := s.Revoke(ctx, a, vera.ID)
+	if err != nil || got.RevokedAt == nil || got.Name != "vera" || got.TenantName != "a" {
+		t.Fatalf("Revoke(a, vera) = %+v, %v", got, err)
+	}
+	again, err := s.Revoke(ctx, 0, vera.ID)
+	if err != nil || !again.RevokedAt.Equal(*got.RevokedAt) {
+		t.Fatalf("revoking twice moved revoked_at: %v then %v (%v)", got.RevokedAt, again.RevokedAt, err)
+	}
+	if _, err := s.Revoke(ctx, 0, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := s.List(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range toks {
+		if revoked := tk.ID == vera.ID || tk.ID == bob.ID; revoked != (tk.RevokedAt != nil) {
+			t.Errorf("%s: revoked at %v", tk.Name, tk.RevokedAt)
+		}
+	}
+}

@@ -197,6 +197,13 @@ func checkPublicKey(pub crypto.PublicKey) error {
 }
 
 // parseCSR decodes a PEM CSR and checks its signature.
+// CheckCSR reports, as a CodeInvalid error, what SignCSR would refuse in a
+// CSR, so that a caller can check a request before doing anything.
+func CheckCSR(csrPEM []byte) error {
+	_, err := parseCSR(csrPEM)
+	return err
+}
+
 func parseCSR(csrPEM []byte) (*x509.CertificateRequest, error) {
 	block, _ := pem.Decode(csrPEM)
 	if block == nil || (block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST") {

@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -39,6 +40,10 @@ type Store struct {
 func NewStore(pool *pgxpool.Pool, ca *ClientCA) *Store {
 	return &Store{pool: pool, ca: ca, now: time.Now}
 }
+
+// IssuesCertificates reports whether the store has a client CA, without
+// which certificate credentials cannot be created.
+func (s *Store) IssuesCertificates() bool { return s.ca != nil }
 
 // CredentialOptions are the optional settings of a new credential.
 type CredentialOptions struct {
@@ -392,19 +397,24 @@ func (s *Store) CreateToken(ctx context.Context, tenantID, clusterID int64, opts
 	if err := s.checkExpiry(opts); err != nil {
 		return Issued{}, err
 	}
-	tok, hash := newToken()
 	var out Issued
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		c, err := s.insertCredential(ctx, tx, tenantID, clusterID, newCredential{
-			typ: CredentialToken, tokenHash: hash[:], expiresAt: opts.ExpiresAt, description: opts.Description,
-		})
-		out = Issued{Credential: c, Token: tok}
+		var err error
+		out, err = s.createToken(ctx, tx, tenantID, clusterID, opts)
 		return err
 	})
 	if err != nil {
 		return Issued{}, err
 	}
 	return out, nil
+}
+
+func (s *Store) createToken(ctx context.Context, tx pgx.Tx, tenantID, clusterID int64, opts CredentialOptions) (Issued, error) {
+	tok, hash := newToken()
+	c, err := s.insertCredential(ctx, tx, tenantID, clusterID, newCredential{
+		typ: CredentialToken, tokenHash: hash[:], expiresAt: opts.ExpiresAt, description: opts.Description,
+	})
+	return Issued{Credential: c, Token: tok}, err
 }
 
 // CreateBasic creates a basic-auth credential for the tenant's cluster, with
@@ -414,21 +424,26 @@ func (s *Store) CreateBasic(ctx context.Context, tenantID, clusterID int64, opts
 	if err := s.checkExpiry(opts); err != nil {
 		return Issued{}, err
 	}
-	user, pass := newUsername(), newPassword()
-	phc := hashPassword(pass)
 	var out Issued
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		c, err := s.insertCredential(ctx, tx, tenantID, clusterID, newCredential{
-			typ: CredentialBasic, username: &user, passwordHash: &phc,
-			expiresAt: opts.ExpiresAt, description: opts.Description,
-		})
-		out = Issued{Credential: c, Password: pass}
+		var err error
+		out, err = s.createBasic(ctx, tx, tenantID, clusterID, opts)
 		return err
 	})
 	if err != nil {
 		return Issued{}, err
 	}
 	return out, nil
+}
+
+func (s *Store) createBasic(ctx context.Context, tx pgx.Tx, tenantID, clusterID int64, opts CredentialOptions) (Issued, error) {
+	user, pass := newUsername(), newPassword()
+	phc := hashPassword(pass)
+	c, err := s.insertCredential(ctx, tx, tenantID, clusterID, newCredential{
+		typ: CredentialBasic, username: &user, passwordHash: &phc,
+		expiresAt: opts.ExpiresAt, description: opts.Description,
+	})
+	return Issued{Credential: c, Password: pass}, err
 }
 
 // IssueCertificate generates an ECDSA P-256 key and a client certificate for
@@ -459,41 +474,123 @@ func (s *Store) SignCSR(ctx context.Context, tenantID, clusterID int64, csrPEM [
 }
 
 func (s *Store) certificate(ctx context.Context, tenantID, clusterID int64, pub any, opts CredentialOptions) (Issued, error) {
-	if s.ca == nil {
-		return Issued{}, errorf(CodeInvalid, "this gateway has no client CA, so it cannot issue certificates")
-	}
-	if err := s.checkExpiry(opts); err != nil {
+	if err := s.checkCertificate(opts); err != nil {
 		return Issued{}, err
-	}
-	notAfter := s.now().Add(DefaultCertificateValidity)
-	if opts.ExpiresAt != nil {
-		notAfter = *opts.ExpiresAt
 	}
 	var out Issued
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		tenant, cluster, err := clusterNames(ctx, tx, tenantID, clusterID)
-		if err != nil {
-			return err
-		}
-		cert, err := s.ca.issue(pub, tenant, cluster, notAfter)
-		if err != nil {
-			return err
-		}
-		fp := Fingerprint(cert.Raw)
-		// The credential expires with the certificate, truncated to what
-		// Postgres stores.
-		exp := cert.NotAfter
-		c, err := s.insertCredential(ctx, tx, tenantID, clusterID, newCredential{
-			typ: CredentialCertificate, fingerprint: fp[:], certificate: cert.Raw,
-			expiresAt: &exp, description: opts.Description,
-		})
-		out = Issued{Credential: c}
+		var err error
+		out, err = s.certificateTx(ctx, tx, tenantID, clusterID, pub, opts)
 		return err
 	})
 	if err != nil {
 		return Issued{}, err
 	}
 	return out, nil
+}
+
+func (s *Store) checkCertificate(opts CredentialOptions) error {
+	if s.ca == nil {
+		return errorf(CodeInvalid, "this gateway has no client CA, so it cannot issue certificates")
+	}
+	return s.checkExpiry(opts)
+}
+
+func (s *Store) certificateTx(ctx context.Context, tx pgx.Tx, tenantID, clusterID int64, pub any, opts CredentialOptions) (Issued, error) {
+	notAfter := s.now().Add(DefaultCertificateValidity)
+	if opts.ExpiresAt != nil {
+		notAfter = *opts.ExpiresAt
+	}
+	tenant, cluster, err := clusterNames(ctx, tx, tenantID, clusterID)
+	if err != nil {
+		return Issued{}, err
+	}
+	cert, err := s.ca.issue(pub, tenant, cluster, notAfter)
+	if err != nil {
+		return Issued{}, err
+	}
+	fp := Fingerprint(cert.Raw)
+	// The credential expires with the certificate, truncated to what
+	// Postgres stores.
+	exp := cert.NotAfter
+	c, err := s.insertCredential(ctx, tx, tenantID, clusterID, newCredential{
+		typ: CredentialCertificate, fingerprint: fp[:], certificate: cert.Raw,
+		expiresAt: &exp, description: opts.Description,
+	})
+	return Issued{Credential: c}, err
+}
+
+// RotateCredential replaces one of the tenant's credentials, in one
+// transaction: it issues a new credential of the same type for the same
+// cluster, with the old one's description, and brings the old one's expiry
+// forward to grace from now, or revokes it when grace is not positive. It
+// never extends the old credential. A new certificate gets a
+// key generated here, even if the old one was signed from a CSR. It
+// returns the new credential with its secret and the old one as it is now.
+func (s *Store) RotateCredential(ctx context.Context, tenantID, credentialID int64, grace time.Duration, opts CredentialOptions) (Issued, Credential, error) {
+	if err := s.checkExpiry(opts); err != nil {
+		return Issued{}, Credential{}, err
+	}
+	var (
+		out    Issued
+		old    Credential
+		keyPEM []byte
+	)
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		old, err = scanCredential(tx.QueryRow(ctx, `SELECT `+credentialCols+` FROM credentials
+			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, credentialID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("credential")
+		}
+		if err != nil {
+			return fmt.Errorf("rotate credential: %w", err)
+		}
+		opts.Description = old.Description
+		switch old.Type {
+		case CredentialToken:
+			out, err = s.createToken(ctx, tx, tenantID, old.ClusterID, opts)
+		case CredentialBasic:
+			out, err = s.createBasic(ctx, tx, tenantID, old.ClusterID, opts)
+		case CredentialCertificate:
+			if err := s.checkCertificate(opts); err != nil {
+				return err
+			}
+			var k *ecdsa.PrivateKey
+			if k, keyPEM, err = newClientKey(); err != nil {
+				return err
+			}
+			out, err = s.certificateTx(ctx, tx, tenantID, old.ClusterID, k.Public(), opts)
+		default:
+			return fmt.Errorf("rotate credential: unknown type %q", old.Type)
+		}
+		if err != nil {
+			return err
+		}
+		// The database's clock decides, as it does when the credentials
+		// are loaded.
+		old, err = scanCredential(tx.QueryRow(ctx, `UPDATE credentials SET
+				revoked_at = CASE WHEN $3::bigint <= 0 THEN coalesce(revoked_at, now()) ELSE revoked_at END,
+				expires_at = CASE WHEN $3::bigint <= 0 THEN expires_at
+					ELSE LEAST(coalesce(expires_at, now() + $3::bigint * interval '1 microsecond'),
+					           now() + $3::bigint * interval '1 microsecond') END
+			WHERE tenant_id = $1 AND id = $2 RETURNING `+credentialCols, tenantID, credentialID, grace.Microseconds()))
+		if err != nil {
+			return fmt.Errorf("rotate credential: %w", err)
+		}
+		if grace <= 0 {
+			// A revocation: replicas drop the credential on arrival.
+			return pgnotify.Notify(ctx, tx, Channel, "credential:"+strconv.FormatInt(credentialID, 10))
+		}
+		// Not "credential:<id>", which would make replicas refuse the old
+		// credential at once, before its grace period ends.
+		return nil
+	})
+	if err != nil {
+		return Issued{}, Credential{}, err
+	}
+	out.KeyPEM = keyPEM
+	return out, old, nil
 }
 
 // FindCredential returns one of the tenant's credentials.

@@ -320,3 +320,68 @@ func TestLoadOrCreateClientCA(t *testing.T) {
 		t.Fatal("not a CA")
 	}
 }
+
+func TestRotateCredential(t *testing.T) {
+	s, pool, _ := newStore(t)
+	acme := must[tenancy.Tenant](t)(s.CreateTenant(ctx, "acme", ""))
+	globex := must[tenancy.Tenant](t)(s.CreateTenant(ctx, "globex", ""))
+	prod := must[tenancy.Cluster](t)(s.CreateCluster(ctx, acme.ID, "prod", nil))
+	old := must[tenancy.Issued](t)(s.CreateToken(ctx, acme.ID, prod.ID, tenancy.CredentialOptions{Description: "apiservers"}))
+
+	_, _, err := s.RotateCredential(ctx, globex.ID, old.ID, time.Hour, tenancy.CredentialOptions{})
+	wantCode(t, err, tenancy.CodeNotFound)
+
+	type rotated struct {
+		iss tenancy.Issued
+		old tenancy.Credential
+	}
+	rotate := func(id int64, grace time.Duration) rotated {
+		t.Helper()
+		iss, o, err := s.RotateCredential(ctx, acme.ID, id, grace, tenancy.CredentialOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rotated{iss, o}
+	}
+	r := rotate(old.ID, time.Hour)
+	if r.iss.Type != tenancy.CredentialToken || r.iss.Token == "" || r.iss.ClusterID != prod.ID || r.iss.Description != "apiservers" {
+		t.Fatalf("new credential = %+v", r.iss)
+	}
+	if r.old.ID != old.ID || r.old.RevokedAt != nil || r.old.ExpiresAt == nil ||
+		time.Until(*r.old.ExpiresAt) < 59*time.Minute || time.Until(*r.old.ExpiresAt) > 61*time.Minute {
+		t.Fatalf("old credential = %+v", r.old)
+	}
+	// Never extended.
+	if again := rotate(old.ID, 48*time.Hour); !again.old.ExpiresAt.Equal(*r.old.ExpiresAt) {
+		t.Errorf("a longer grace moved the expiry from %v to %v", r.old.ExpiresAt, again.old.ExpiresAt)
+	}
+	// Zero revokes.
+	if z := rotate(r.iss.ID, 0); z.old.RevokedAt == nil || z.old.Active(time.Now()) {
+		t.Errorf("grace 0: %+v", z.old)
+	}
+
+	basic := must[tenancy.Issued](t)(s.CreateBasic(ctx, acme.ID, prod.ID, tenancy.CredentialOptions{}))
+	if b := rotate(basic.ID, time.Minute); b.iss.Type != tenancy.CredentialBasic || b.iss.Password == "" || b.iss.Username == basic.Username {
+		t.Errorf("rotated basic = %+v", b.iss)
+	}
+	cert := must[tenancy.Issued](t)(s.IssueCertificate(ctx, acme.ID, prod.ID, tenancy.CredentialOptions{}))
+	if c := rotate(cert.ID, time.Minute); c.iss.Type != tenancy.CredentialCertificate || len(c.iss.KeyPEM) == 0 || c.iss.Fingerprint == cert.Fingerprint {
+		t.Errorf("rotated certificate = %+v", c.iss)
+	}
+
+	// A failed rotation changes nothing: no new credential, the old one
+	// untouched.
+	before := must[[]tenancy.Credential](t)(s.ListCredentials(ctx, acme.ID, prod.ID))
+	noCA := tenancy.NewStore(pool, nil)
+	_, _, err = noCA.RotateCredential(ctx, acme.ID, cert.ID, 0, tenancy.CredentialOptions{})
+	wantCode(t, err, tenancy.CodeInvalid)
+	after := must[[]tenancy.Credential](t)(s.ListCredentials(ctx, acme.ID, prod.ID))
+	if len(after) != len(before) || after[len(after)-1].ID != before[len(before)-1].ID {
+		t.Errorf("a failed rotation added a credential: %d then %d", len(before), len(after))
+	}
+	for _, c := range after {
+		if c.ID == cert.ID && c.RevokedAt != nil {
+			t.Error("a failed rotation revoked the old credential")
+		}
+	}
+}

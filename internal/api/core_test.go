@@ -1,0 +1,158 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// fillPath puts concrete values in a route's wildcards: tenant a, and a
+// name for everything else.
+func fillPath(path string) string {
+	return regexp.MustCompile(`\{([a-zA-Z]+)\}`).ReplaceAllStringFunc(path, func(w string) string {
+		if w == "{tenant}" {
+			return "a"
+		}
+		return "x1"
+	})
+}
+
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	e := newEnv(t)
+	var doc struct {
+		OpenAPI string
+		Paths   map[string]map[string]struct {
+			Summary    string
+			Parameters []struct{ Name, In string }
+			Responses  map[string]any
+		}
+	}
+	e.doJSON("", "GET", "/api/v1/openapi.json", nil, http.StatusOK, &doc)
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi = %q", doc.OpenAPI)
+	}
+	routes := e.s.routes()
+	if len(routes) < 2 {
+		t.Fatalf("only %d routes", len(routes))
+	}
+	seen := map[string]bool{}
+	for _, rt := range routes {
+		key := rt.method + " " + rt.path
+		if seen[key] {
+			t.Errorf("route %s declared twice", key)
+		}
+		seen[key] = true
+		op, ok := doc.Paths[rt.path][strings.ToLower(rt.method)]
+		if !ok {
+			t.Errorf("%s is missing from the OpenAPI document", key)
+			continue
+		}
+		if op.Summary == "" || op.Responses["default"] == nil {
+			t.Errorf("%s: no summary or no error response", key)
+		}
+		declared := map[string]bool{}
+		for _, p := range op.Parameters {
+			declared[p.In+":"+p.Name] = true
+		}
+		for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
+			if !declared["path:"+m[1]] {
+				t.Errorf("%s: path parameter %s not declared", key, m[1])
+			}
+		}
+		for _, q := range rt.query {
+			if !declared["query:"+q.name] {
+				t.Errorf("%s: query parameter %s not declared", key, q.name)
+			}
+		}
+		// The route is really served: the catch-all would say "no route".
+		_, raw := e.do("", rt.method, fillPath(rt.path), nil)
+		if strings.Contains(string(raw), "no route for") {
+			t.Errorf("%s is documented but not served", key)
+		}
+	}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if !seen[strings.ToUpper(method)+" "+path] {
+				t.Errorf("the document lists %s %s, which is not a route", method, path)
+			}
+		}
+	}
+}
+
+// TestEveryRouteChecksAuthorization calls every route with no token, a
+// token of the wrong tenant and a token with too small a role.
+func TestEveryRouteChecksAuthorization(t *testing.T) {
+	e := newEnv(t)
+	_, unknown := e.do(e.operator, "GET", "/api/v1/tenants/nope/clusters/x1", nil)
+	for _, rt := range e.s.routes() {
+		path := fillPath(rt.path)
+		name := rt.method + " " + rt.path
+		code, raw := e.do("", rt.method, path, nil)
+		if rt.access == public {
+			if code == http.StatusUnauthorized {
+				t.Errorf("%s: public route answered 401", name)
+			}
+			continue
+		}
+		if code != http.StatusUnauthorized {
+			t.Errorf("%s without a token = %d %s, want 401", name, code, raw)
+		}
+		if c, _ := e.do("pcadm_notatoken", rt.method, path, nil); c != http.StatusUnauthorized {
+			t.Errorf("%s with a bad token = %d, want 401", name, c)
+		}
+		switch rt.access {
+		case operatorOnly:
+			if c, raw := e.do(e.adminA, rt.method, path, nil); c != http.StatusForbidden {
+				t.Errorf("%s with a tenant admin token = %d %s, want 403", name, c, raw)
+			}
+		case tenantViewer, tenantAdmin:
+			// Tenant b's admin sees tenant a exactly as a tenant that
+			// does not exist.
+			c, raw := e.do(e.adminB, rt.method, path, nil)
+			_, _, msg, _ := statusOf(t, raw)
+			want := strings.Replace(mustStatusMessage(t, unknown), `"nope"`, `"a"`, 1)
+			if c != http.StatusNotFound || msg != want {
+				t.Errorf("%s with another tenant's token = %d %q, want 404 %q", name, c, msg, want)
+			}
+			if rt.access == tenantAdmin {
+				if c, raw := e.do(e.viewerA, rt.method, path, nil); c != http.StatusForbidden {
+					t.Errorf("%s with a viewer token = %d %s, want 403", name, c, raw)
+				}
+			}
+		}
+	}
+}
+
+func mustStatusMessage(t *testing.T, raw []byte) string {
+	_, _, msg, _ := statusOf(t, raw)
+	return msg
+}
+
+func TestWhoAmI(t *testing.T) {
+	e := newEnv(t)
+	var who struct{ Name, Role, Tenant string }
+	e.doJSON(e.viewerA, "GET", "/api/v1/whoami", nil, http.StatusOK, &who)
+	if who.Name != "vera" || who.Role != "viewer" || who.Tenant != "a" {
+		t.Fatalf("whoami = %+v", who)
+	}
+	who.Tenant = ""
+	e.doJSON(e.operator, "GET", "/api/v1/whoami", nil, http.StatusOK, &who)
+	if who.Role != "operator" || who.Tenant != "" {
+		t.Fatalf("whoami = %+v", who)
+	}
+}
+
+func TestUnknownRouteIsAStatus(t *testing.T) {
+	e := newEnv(t)
+	code, raw := e.do(e.operator, "GET", "/api/v1/nothing", nil)
+	c, reason, msg, _ := statusOf(t, raw)
+	if code != http.StatusNotFound || c != 404 || reason != "NotFound" || !strings.Contains(msg, "openapi.json") {
+		t.Fatalf("= %d %s", code, raw)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+}

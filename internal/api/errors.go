@@ -1,0 +1,130 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
+)
+
+// apiError is an error raised by the API layer itself.
+type apiError struct {
+	code   int
+	reason metav1.StatusReason
+	msg    string
+	causes []metav1.StatusCause
+	err    error // logged, never sent
+}
+
+func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Unwrap() error { return e.err }
+
+func badRequest(format string, args ...any) *apiError {
+	return &apiError{code: http.StatusBadRequest, reason: metav1.StatusReasonBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// invalidField is a 422 about one field of the request (a query parameter
+// or a body field), with that field as the cause.
+func invalidField(field, format string, args ...any) *apiError {
+	detail := fmt.Sprintf(format, args...)
+	return &apiError{code: http.StatusUnprocessableEntity, reason: metav1.StatusReasonInvalid,
+		msg:    field + ": " + detail,
+		causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: field, Message: detail}}}
+}
+
+func notFound(format string, args ...any) *apiError {
+	return &apiError{code: http.StatusNotFound, reason: metav1.StatusReasonNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+// tenantNotFound is the one answer for a tenant that does not exist and for
+// one the caller may not see.
+func tenantNotFound(name string) *apiError { return notFound("tenant %q not found", name) }
+
+func forbidden(format string, args ...any) *apiError {
+	return &apiError{code: http.StatusForbidden, reason: metav1.StatusReasonForbidden, msg: fmt.Sprintf(format, args...)}
+}
+
+func unavailable(msg string, err error) *apiError {
+	return &apiError{code: http.StatusServiceUnavailable, reason: metav1.StatusReasonServiceUnavailable, msg: msg, err: err}
+}
+
+// status maps any error a handler returns to the Status sent. This is the
+// one place where the stores' error codes become HTTP statuses.
+func status(err error) (metav1.Status, bool) {
+	var (
+		ae *apiError
+		te *tenancy.Error
+		pe *policystore.Error
+	)
+	switch {
+	case errors.As(err, &ae):
+		st := newStatus(ae.code, ae.reason, ae.msg)
+		if len(ae.causes) > 0 {
+			st.Details = &metav1.StatusDetails{Causes: ae.causes}
+		}
+		return st, ae.code >= 500
+	case errors.As(err, &te):
+		code := te.HTTPStatus()
+		if code >= 500 {
+			return newStatus(code, reasonFor(code), "internal error; it was logged"), true
+		}
+		// Message only: Reason can tell an attacker why a credential failed.
+		st := newStatus(code, reasonFor(code), te.Message)
+		if te.Code == tenancy.CodeInvalid {
+			st.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: te.Message}}}
+		}
+		return st, false
+	case errors.As(err, &pe):
+		st := *pe.Status()
+		st.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
+		return st, st.Code >= 500
+	case errors.Is(err, context.DeadlineExceeded):
+		return newStatus(http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "the request took too long; retry"), true
+	case errors.Is(err, context.Canceled):
+		return newStatus(499, "Canceled", "the client went away"), false
+	}
+	return newStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError, "internal error; it was logged"), true
+}
+
+func reasonFor(code int) metav1.StatusReason {
+	switch code {
+	case http.StatusBadRequest:
+		return metav1.StatusReasonBadRequest
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusConflict:
+		return metav1.StatusReasonAlreadyExists
+	case http.StatusUnprocessableEntity:
+		return metav1.StatusReasonInvalid
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	}
+	return metav1.StatusReasonInternalError
+}
+
+func newStatus(code int, reason metav1.StatusReason, msg string) metav1.Status {
+	return metav1.Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   metav1.StatusFailure,
+		Code:     int32(code),
+		Reason:   reason,
+		Message:  msg,
+	}
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	st, internal := status(err)
+	if internal {
+		s.Logger.Error("admin API error", "method", r.Method, "path", r.URL.Path, "status", st.Code, "error", err)
+	}
+	writeJSON(w, int(st.Code), st)
+}

@@ -1,0 +1,45 @@
+// Package api serves the admin REST API under /api/v1 on the admin
+// listener. Routes are declared once, in a table (routes.go): the mux, the
+// authorization check and the OpenAPI document are all built from it, so a
+// route cannot exist without being documented and authorized. Every error is
+// a Kubernetes-style Status, mapped from the stores' error codes in one place
+// (errors.go).
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/portcullis-dev/portcullis/internal/adminauth"
+	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
+)
+
+// Server holds what the handlers need. Every field is required.
+type Server struct {
+	Tokens   *adminauth.Store
+	Tenancy  *tenancy.Store
+	Policies *policystore.Store
+	Audit    *auditlog.Store
+	Logger   *slog.Logger
+	// WebhookURL is the gateway's webhook listener as clusters reach it by
+	// default, for generated artifacts; CABundle is the PEM that verifies it.
+	WebhookURL string
+	CABundle   []byte
+	// MaxBodyBytes bounds request bodies; 8 MiB when zero.
+	MaxBodyBytes int64
+}
+
+// Handler returns the API's routes. Requests outside them get a 404 Status,
+// and a known path with another method a 405.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		mux.Handle(rt.method+" "+rt.path, s.handle(rt))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, notFound("no route for %s %s; GET /api/v1/openapi.json lists them", r.Method, r.URL.Path))
+	})
+	return mux
+}

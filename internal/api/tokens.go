@@ -1,0 +1,184 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/portcullis-dev/portcullis/internal/adminauth"
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
+)
+
+// Token routes are open to any token and scope themselves: an operator
+// reaches every token, a tenant admin those of its tenant, a viewer none.
+func (s *Server) tokenRoutes() []route {
+	return []route{
+		{method: "GET", path: "/api/v1/tokens",
+			summary: "List admin tokens: an operator sees all, a tenant admin its tenant's; viewers may not",
+			access:  authenticated,
+			query: append([]param{{"tenant", "only this tenant's tokens (operators)"},
+				{apiv1.QueryActiveOnly, "true: only tokens that are neither revoked nor expired"}}, pagingParams...),
+			response: apiv1.List[apiv1.Token]{}, handle: s.listTokens},
+		{method: "POST", path: "/api/v1/tokens",
+			summary: "Create an admin token; the secret is in this answer only. Tenant admins create admin and viewer tokens of their tenant",
+			access:  authenticated, request: apiv1.TokenCreate{}, response: apiv1.TokenIssued{},
+			status: http.StatusCreated, handle: s.createToken},
+		{method: "DELETE", path: "/api/v1/tokens/{id}", summary: "Revoke an admin token",
+			access: authenticated, response: apiv1.Token{}, handle: s.revokeToken},
+	}
+}
+
+func toToken(t adminauth.Token) apiv1.Token {
+	return apiv1.Token{
+		ID: t.ID, Name: t.Name, Role: string(t.Role), Tenant: t.TenantName, CreatedBy: t.CreatedBy,
+		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt,
+	}
+}
+
+// tokenManager refuses viewers, who may not see tokens at all.
+func tokenManager(c *call) error {
+	p := c.principal
+	if !p.Operator() && p.Role != adminauth.RoleAdmin {
+		return forbidden("managing admin tokens needs an admin or operator token; %q is a %s token", p.Name, p.Role)
+	}
+	return nil
+}
+
+// tokenTenant resolves a tenant named in a token call. A tenant admin
+// naming another tenant is told it does not exist, as on every route.
+func (s *Server) tokenTenant(c *call, name string) (tenancy.Tenant, error) {
+	p := c.principal
+	if !p.Operator() && name != p.TenantName {
+		return tenancy.Tenant{}, tenantNotFound(name)
+	}
+	t, err := s.Tenancy.FindTenantByName(c.ctx(), name)
+	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+		return t, tenantNotFound(name)
+	}
+	return t, err
+}
+
+func (s *Server) listTokens(c *call) error {
+	if err := tokenManager(c); err != nil {
+		return err
+	}
+	scope := c.principal.TenantID
+	if name := c.query("tenant"); name != "" {
+		t, err := s.tokenTenant(c, name)
+		if err != nil {
+			return err
+		}
+		scope = t.ID
+	}
+	activeOnly, err := c.queryBool(apiv1.QueryActiveOnly)
+	if err != nil {
+		return err
+	}
+	toks, err := s.Tokens.List(c.ctx(), scope)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	out := []apiv1.Token{}
+	for _, t := range toks {
+		if !activeOnly || (t.RevokedAt == nil && (t.ExpiresAt == nil || now.Before(*t.ExpiresAt))) {
+			out = append(out, toToken(t))
+		}
+	}
+	l, err := page(c, out, func(t apiv1.Token) string { return sortKey(t.ID) })
+	if err != nil {
+		return err
+	}
+	return c.json(l)
+}
+
+// validTokenName keeps names printable: they show up in tables and in the
+// audit log as the actor.
+func validTokenName(name string) error {
+	switch {
+	case name == "":
+		return invalidField("name", "is required")
+	case utf8.RuneCountInString(name) > 100:
+		return invalidField("name", "must be at most 100 characters")
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return invalidField("name", "must be printable text, not %q", name)
+		}
+	}
+	return nil
+}
+
+func (s *Server) createToken(c *call) error {
+	if err := tokenManager(c); err != nil {
+		return err
+	}
+	var in apiv1.TokenCreate
+	if err := c.decode(&in); err != nil {
+		return err
+	}
+	if err := validTokenName(in.Name); err != nil {
+		return err
+	}
+	var tenant tenancy.Tenant
+	switch in.Role {
+	case apiv1.RoleOperator:
+		if !c.principal.Operator() {
+			return forbidden("only an operator may create an operator token")
+		}
+		if in.Tenant != "" {
+			return invalidField("tenant", "must be empty for an operator token, which is not scoped to a tenant")
+		}
+	case apiv1.RoleAdmin, apiv1.RoleViewer:
+		if in.Tenant == "" {
+			return invalidField("tenant", "is required for a %s token", in.Role)
+		}
+		var err error
+		if tenant, err = s.tokenTenant(c, in.Tenant); err != nil {
+			return err
+		}
+	default:
+		return invalidField("role", "must be %s, %s or %s, not %q", apiv1.RoleOperator, apiv1.RoleAdmin, apiv1.RoleViewer, in.Role)
+	}
+	exp, err := expiresIn("expiresIn", in.ExpiresIn)
+	if err != nil {
+		return err
+	}
+	tok, secret, err := s.Tokens.Create(c.ctx(), tenant.ID, in.Name, adminauth.Role(in.Role), exp, c.principal.Name)
+	if err != nil {
+		return err
+	}
+	c.tenant = tenant
+	c.audit(auditlog.Entry{Action: actionCreate, Kind: "Token", Name: tok.Name,
+		Detail: map[string]any{"id": tok.ID, "role": string(tok.Role)}})
+	return c.json(apiv1.TokenIssued{Token: toToken(tok), Secret: secret})
+}
+
+func (s *Server) revokeToken(c *call) error {
+	if err := tokenManager(c); err != nil {
+		return err
+	}
+	raw := c.r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return invalidField("id", "must be a token id as the token list shows it, not %q", raw)
+	}
+	// Scoped in the store: a tenant admin cannot reach another tenant's
+	// token, nor an operator token.
+	tok, err := s.Tokens.Revoke(c.ctx(), c.principal.TenantID, id)
+	if errors.Is(err, adminauth.ErrNotFound) {
+		return notFound("admin token %d not found", id)
+	}
+	if err != nil {
+		return err
+	}
+	c.tenant = tenancy.Tenant{ID: tok.TenantID, Name: tok.TenantName}
+	c.audit(auditlog.Entry{Action: actionRevoke, Kind: "Token", Name: tok.Name,
+		Detail: map[string]any{"id": tok.ID, "role": string(tok.Role)}})
+	return c.json(toToken(tok))
+}
