@@ -3,7 +3,9 @@
 # writer empties a full queue with the default batch size, and 10,000
 # decisions/s offered at a steady pace with the default queue, which must
 # all reach the database directly (0 spilled, 0 lost; the benchmark fails
-# otherwise). Target: >= 10,000 decisions/s.
+# otherwise). Target: >= 10,000 decisions/s. The first also reports the CPU
+# time recording adds to the gateway process per decision (cpu-µs/decision),
+# to set against the webhook's CPU per request (scripts/bench-load.sh).
 #
 # PostgreSQL is part of what is measured, so nothing is pinned: the
 # recorder runs with GOMAXPROCS=1 and the throwaway server (pgtest, fsync
