@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,6 +225,22 @@ func TestStats(t *testing.T) {
 	if len(st.Buckets) != 10 || total != 3 {
 		t.Fatalf("%d minute buckets, %d in dev; want 10 and 3", len(st.Buckets), total)
 	}
+	// A size that does not divide an hour: Go and date_bin agree on the
+	// bucket starts, so no decision falls outside them.
+	st, err = s.Stats(context.Background(), 1, StatsQuery{Since: end.Add(-100 * time.Minute), Until: end, Bucket: 7 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total = 0
+	for _, b := range st.Buckets {
+		total += b.Total
+		if b.Total > 7 || b.Start.Unix()%(7*60) != 0 {
+			t.Fatalf("bucket %+v", b)
+		}
+	}
+	if total != 100 {
+		t.Fatalf("7m buckets hold %d decisions, want 100", total)
+	}
 }
 
 // The API shape of a decision: lowerCamelCase, bindings and annotations as
@@ -261,6 +278,13 @@ func TestRecordJSON(t *testing.T) {
 		if _, ok := bind[k]; !ok {
 			t.Errorf("no %q in binding %v", k, bind)
 		}
+	}
+	empty, err := NewStore(f.pool).List(context.Background(), 2, Filter{})
+	if b, _ := json.Marshal(empty); err != nil || string(b) != `{"items":[],"continue":""}` {
+		t.Errorf("empty page = %s (%v)", b, err)
+	}
+	if !strings.Contains(string(b), `"userGroups":["system:authenticated"]`) || strings.Contains(string(b), "null") {
+		t.Errorf("lists are not arrays: %s", b)
 	}
 	r := page.Items[0]
 	if r.ID != d.ID || r.AuditAnnotations["no-latest/image"] != "nginx:latest" || r.Bindings[1].Param != "default/limits" ||
