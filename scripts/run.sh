@@ -56,6 +56,9 @@ ADMIN_URL="https://${ADMIN_ADDR/127.0.0.1/localhost}"
 say "sending two Pod reviews to the demo tenant, as an apiserver would"
 bin/demo send --url "$WEBHOOK_URL/t/demo/validate" --ca "$CA" --dir "$STATE/demo"
 
+say "the demo tenant's latest decisions, as stored in PostgreSQL"
+bin/demo decisions
+
 cat <<EOT
 
 Portcullis is running.

@@ -5,8 +5,10 @@
 //
 //	demo seed --database-url URL --samples samples/baseline --out .portcullis/demo
 //	demo send --url https://localhost:8443/t/demo/validate --ca CA --dir .portcullis/demo
+//	demo decisions --database-url URL
 //
-// send posts the two reviews as an apiserver would and prints the verdicts.
+// send posts the two reviews as an apiserver would and prints the verdicts;
+// decisions prints the tenant's latest stored decisions.
 package main
 
 import (
@@ -40,12 +42,12 @@ const (
 )
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "seed" && os.Args[1] != "send") {
-		fmt.Fprintln(os.Stderr, "usage: demo seed|send [flags]")
+	if len(os.Args) < 2 || (os.Args[1] != "seed" && os.Args[1] != "send" && os.Args[1] != "decisions") {
+		fmt.Fprintln(os.Stderr, "usage: demo seed|send|decisions [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("demo "+os.Args[1], flag.ExitOnError)
-	url := fs.String("database-url", os.Getenv("PORTCULLIS_DATABASE_URL"), "PostgreSQL URL (seed)")
+	url := fs.String("database-url", os.Getenv("PORTCULLIS_DATABASE_URL"), "PostgreSQL URL (seed, decisions)")
 	samples := fs.String("samples", "samples/baseline", "directory with policies.yaml, bindings.yaml and pod.json (seed)")
 	dir := fs.String("dir", ".portcullis/demo", "directory for the token and the sample reviews")
 	webhookURL := fs.String("url", "", "the tenant's validate URL (send)")
@@ -54,10 +56,13 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var err error
-	if os.Args[1] == "seed" {
+	switch os.Args[1] {
+	case "seed":
 		err = seed(ctx, *url, *samples, *dir)
-	} else {
+	case "send":
 		err = send(ctx, *webhookURL, *ca, *dir)
+	default:
+		err = listDecisions(ctx, *url)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
