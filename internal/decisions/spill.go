@@ -30,6 +30,7 @@ type spool struct {
 	f     *os.File // current segment; nil until the next append
 	size  int64    // bytes in the current segment
 	dirty bool     // written since the last fsync
+	seq   int      // files made by this process
 
 	bytes atomic.Int64 // bytes in all segments, for the gauge
 }
@@ -76,8 +77,10 @@ func (s *spool) write(lines []byte, sync bool) (*os.File, error) {
 	defer s.mu.Unlock()
 	if s.f == nil {
 		// Names sort in creation order; the pid keeps two processes sharing
-		// a directory by mistake from sharing a file.
-		name := fmt.Sprintf("spill-%020d-%d%s", time.Now().UnixNano(), os.Getpid(), segmentExt)
+		// a directory by mistake from sharing a file, and seq two files of
+		// one process made within a clock tick.
+		s.seq++
+		name := fmt.Sprintf("spill-%020d-%d-%d%s", time.Now().UnixNano(), os.Getpid(), s.seq, segmentExt)
 		f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, err
