@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/envflag"
+	"github.com/portcullis-dev/portcullis/internal/telemetry"
 )
 
 // EnvPrefix starts the environment variable of every flag.
@@ -22,6 +23,7 @@ type Config struct {
 	WebhookAddr     string
 	AdminAddr       string
 	MetricsAddr     string
+	OTLPEndpoint    string // OTLP/HTTP collector for traces; empty: tracing off
 	TLSCert, TLSKey string
 
 	// ClientCACert and ClientCAKey are the CA that issues apiservers' client
@@ -87,6 +89,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block accepted")
 	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", 8<<20, "largest AdmissionReview body accepted (larger ones get 413)")
 	fs.BoolVar(&c.MetricsTenantLabel, "metrics-tenant-label", true, "label metrics by tenant (switch off for very large fleets)")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP collector URL for traces, e.g. http://otel-collector:4318 (empty: tracing off)")
 	fs.StringVar(&c.Instance, "instance", defaultInstance(), "name of this replica in decisions and logs (default: the host name)")
 	fs.IntVar(&c.PolicyCacheTenants, "policy-cache-tenants", 10_000, "most tenants whose compiled policies are kept in memory (least recently used are evicted)")
 	fs.Int64Var(&c.PolicyCacheBytes, "policy-cache-bytes", 4<<30, "approximate heap bound of the compiled policy cache, in bytes")
@@ -157,6 +160,11 @@ func (c Config) Validate() error {
 		return errors.New("--decision-batch-rows must be at least 1")
 	case c.DecisionQueueSize < 1:
 		return errors.New("--decision-queue-size must be at least 1")
+	}
+	if c.OTLPEndpoint != "" {
+		if err := telemetry.ValidateEndpoint(c.OTLPEndpoint); err != nil {
+			return fmt.Errorf("--otlp-endpoint %q: %w", c.OTLPEndpoint, err)
+		}
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {

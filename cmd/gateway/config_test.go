@@ -55,6 +55,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad log level", args: []string{"--dev", "--database-url", db, "--log-level", "loud"}, wantErr: `--log-level "loud"`},
 		{name: "unknown flag", args: []string{"--webhook-adr", ":1"}, wantErr: "flag provided but not defined: -webhook-adr"},
 		{name: "stray argument", args: []string{"--dev", "--database-url", db, "serve"}, wantErr: `unexpected argument "serve"`},
+		{name: "otlp endpoint from env", env: map[string]string{"PORTCULLIS_DEV": "true", "PORTCULLIS_DATABASE_URL": db, "PORTCULLIS_OTLP_ENDPOINT": "http://otel-collector:4318"}, check: func(t *testing.T, c Config) {
+			if c.OTLPEndpoint != "http://otel-collector:4318" {
+				t.Fatalf("OTLPEndpoint %q", c.OTLPEndpoint)
+			}
+		}},
+		{name: "otlp endpoint without scheme", args: []string{"--dev", "--database-url", db, "--otlp-endpoint", "otel-collector:4318"}, wantErr: `--otlp-endpoint "otel-collector:4318": want an http:// or https:// URL`},
 		{name: "bad env bool", env: map[string]string{"PORTCULLIS_DEV": "yes please"}, wantErr: "PORTCULLIS_DEV"},
 	}
 	for _, tt := range tests {

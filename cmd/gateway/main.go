@@ -31,6 +31,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/ops"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/telemetry"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tlsutil"
 	"github.com/portcullis-dev/portcullis/internal/webhook"
@@ -71,6 +72,9 @@ type Main struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
 	Health   *ops.Health
+	// Tracing exports spans to --otlp-endpoint (a no-op without one); set
+	// it before Run to capture spans (tests). Close flushes it.
+	Tracing *telemetry.Tracing
 
 	// WebhookMux and AdminMux receive the routes of the two HTTPS
 	// listeners. They exist before Run so tests can add routes of their own.
@@ -136,6 +140,13 @@ func (m *Main) Run(ctx context.Context) error {
 	_ = lvl.UnmarshalText([]byte(m.Config.LogLevel))
 	m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if m.Tracing == nil {
+		tr, err := telemetry.New(telemetry.Config{Endpoint: m.Config.OTLPEndpoint, ServiceName: "portcullis-gateway", Instance: m.Config.Instance})
+		if err != nil {
+			return err
+		}
+		m.Tracing = tr
+	}
 
 	bg, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -174,6 +185,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.openDatabase(ctx); err != nil {
 		return err
 	}
+	m.Registry.MustRegister(database.NewPoolCollector("main", m.Pool))
 	m.Listener = pgnotify.New(m.Pool, m.Logger)
 
 	m.Tenancy = tenancy.NewStore(m.Pool, m.ClientCA)
@@ -239,6 +251,9 @@ func (m *Main) setupWebhook() {
 		LearnTerminating: m.Namespaces.LearnTerminating,
 		Recorder:         m.recorder(),
 		Metrics:          webhook.NewMetrics(m.Registry, m.Config.MetricsTenantLabel),
+		Tracer:           m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/webhook"),
+		Propagator:       m.Tracing.Propagator,
+		Endpoint:         "validate",
 		Logger:           m.Logger,
 		Instance:         m.Config.Instance,
 		MaxRequestBytes:  m.Config.MaxRequestBytes,
@@ -491,6 +506,11 @@ func (m *Main) Close() error {
 	m.wg.Wait()
 	if m.Pool != nil {
 		m.Pool.Close()
+	}
+	// After the servers, so the spans of the last requests go too. A
+	// collector that is away loses spans; it does not fail the shutdown.
+	if err := m.Tracing.Shutdown(ctx); err != nil {
+		m.Logger.Warn("traces not flushed", "error", err)
 	}
 	return errors.Join(errs...)
 }

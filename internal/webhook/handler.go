@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +50,12 @@ type Handler struct {
 	Recorder         decisions.Recorder
 	Metrics          *Metrics
 	Logger           *slog.Logger
+	// Tracer starts one server span per request and a child per step;
+	// Propagator reads the caller's W3C traceparent. Nil means no tracing.
+	Tracer     trace.Tracer
+	Propagator propagation.TextMapPropagator
+	// Endpoint labels the request metrics; "validate" when empty.
+	Endpoint string
 	// Instance names this gateway replica in decisions.
 	Instance string
 	// MaxRequestBytes bounds the body; 8 MiB when zero.
@@ -67,10 +75,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance}
 	authenticated := false
+	spanCtx, span := h.startRequestSpan(r)
 	// One deferred function, so a panic still yields exactly one decision.
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
+				endRequestSpan(span, d)
 				panic(p)
 			}
 			h.Metrics.panics.Inc()
@@ -78,8 +88,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, d, http.StatusInternalServerError, "internal error while evaluating the request; it was logged")
 		}
 		if authenticated {
-			h.finish(d, start)
+			h.finish(spanCtx, d, start)
 		}
+		endRequestSpan(span, d)
 	}()
 
 	if r.Method != http.MethodPost {
@@ -87,7 +98,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed: send the AdmissionReview with POST")
 		return
 	}
+	_, step := h.startStep(spanCtx, "authenticate")
 	id, err := h.Authenticate(r)
+	endStep(step, err)
 	if err != nil {
 		code := tenancy.HTTPStatus(err)
 		var te *tenancy.Error
@@ -110,8 +123,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if limit <= 0 {
 		limit = 8 << 20
 	}
+	_, step = h.startStep(spanCtx, "decode")
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
+		endStep(step, err)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			h.fail(w, d, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes", limit))
@@ -121,6 +136,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rev, err := admission.Decode(body)
+	endStep(step, err)
 	if err != nil {
 		var ae *admission.Error
 		if errors.As(err, &ae) {
@@ -133,10 +149,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := rev.Request
 	fillRequest(d, req)
 
-	ctx, cancel := context.WithTimeout(r.Context(), h.evalBudget(r))
+	ctx, cancel := context.WithTimeout(spanCtx, h.evalBudget(r))
 	defer cancel()
-	snap, err := h.Snapshot(ctx, id.TenantID)
+	stepCtx, step := h.startStep(ctx, "snapshot")
+	snap, err := h.Snapshot(stepCtx, id.TenantID)
 	if err != nil {
+		endStep(step, err)
 		if policystore.ErrorCode(err) == policystore.EUNAVAILABLE {
 			h.Metrics.coldUnavailable.Inc()
 			h.fail(w, d, http.StatusServiceUnavailable, "the policies of this tenant are not loaded on this replica and the policy database is unreachable; the apiserver's failurePolicy for this webhook applies")
@@ -150,12 +168,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	var nss evaluator.NamespaceLookup = evaluator.NamespaceMap{}
 	if h.Namespaces != nil {
-		if inv, err := h.Namespaces(ctx, id.TenantID, id.ClusterID); err == nil && inv != nil {
+		if inv, err := h.Namespaces(stepCtx, id.TenantID, id.ClusterID); err == nil && inv != nil {
 			nss = inv
 		}
 	}
+	endStep(step, nil)
 
+	_, step = h.startStep(ctx, "evaluate")
+	evalStart := time.Now()
 	res := snap.Compiled.Validate(ctx, req, nss)
+	h.Metrics.observeEvaluation(id.TenantName, time.Since(evalStart))
+	endStep(step, nil)
+
+	_, step = h.startStep(ctx, "encode")
 	resp := admission.Response{
 		Allowed:          res.Allowed,
 		Status:           res.Status,
@@ -168,7 +193,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	_, err = w.Write(out)
+	endStep(step, err)
 
 	d.HTTPStatus = http.StatusOK
 	d.Warnings, d.AuditAnnotations, d.Bindings = res.Warnings, res.AuditAnnotations, res.Bindings
@@ -252,12 +278,21 @@ func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, code int, m
 	writeError(w, code, msg)
 }
 
-func (h *Handler) finish(d *decisions.Decision, start time.Time) {
+func (h *Handler) finish(ctx context.Context, d *decisions.Decision, start time.Time) {
 	d.Latency = time.Since(start)
-	h.Metrics.observe(d)
+	h.Metrics.observe(h.endpoint(), d)
 	if h.Recorder != nil {
+		_, step := h.startStep(ctx, "record")
 		h.Recorder.Record(d)
+		step.End()
 	}
+}
+
+func (h *Handler) endpoint() string {
+	if h.Endpoint == "" {
+		return "validate"
+	}
+	return h.Endpoint
 }
 
 func isJSON(ct string) bool {

@@ -73,10 +73,21 @@ spec:
   validationActions: [Warn, Audit]
 `
 
-func compile(t *testing.T) *evaluator.Snapshot {
+func compile(t testing.TB) *evaluator.Snapshot {
+	t.Helper()
+	s := compileYAML(t, policies)
+	if errs := s.CompileErrors(); len(errs) > 0 {
+		t.Fatalf("compile: %v", errs)
+	}
+	return s
+}
+
+// compileYAML compiles policies and bindings, keeping compile errors in the
+// snapshot as the gateway does.
+func compileYAML(t testing.TB, docs string) *evaluator.Snapshot {
 	t.Helper()
 	var objs evaluator.Objects
-	for _, doc := range strings.Split(policies, "\n---\n") {
+	for _, doc := range strings.Split(docs, "\n---\n") {
 		var meta struct{ Kind string }
 		_ = yaml.Unmarshal([]byte(doc), &meta)
 		switch meta.Kind {
@@ -94,11 +105,7 @@ func compile(t *testing.T) *evaluator.Snapshot {
 			objs.Bindings = append(objs.Bindings, b)
 		}
 	}
-	s := evaluator.Compile(objs, evaluator.CompileOptions{Mode: evaluator.NewExpressions})
-	if errs := s.CompileErrors(); len(errs) > 0 {
-		t.Fatalf("compile: %v", errs)
-	}
-	return s
+	return evaluator.Compile(objs, evaluator.CompileOptions{Mode: evaluator.NewExpressions})
 }
 
 type fixture struct {
@@ -116,7 +123,7 @@ func (f *fixture) Record(d *decisions.Decision) {
 	f.recorded = append(f.recorded, d)
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	snap := &policystore.Snapshot{TenantID: 7, Version: 42, Compiled: compile(t)}
 	f := &fixture{reg: prometheus.NewRegistry()}
 	f.h = &webhook.Handler{

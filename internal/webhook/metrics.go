@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -9,32 +10,67 @@ import (
 )
 
 // Metrics are the data plane's Prometheus metrics. Labels are bounded:
-// tenant and cluster names come from configuration (and the tenant label
-// can be switched off); nothing is labelled per request, user or object.
+// tenant, cluster, policy and binding names come from configuration (and
+// the tenant label can be switched off); nothing is labelled per request,
+// user or object.
 type Metrics struct {
 	TenantLabel bool
 
 	requests         *prometheus.CounterVec
 	duration         *prometheus.HistogramVec
+	evaluation       *prometheus.HistogramVec
+	rejections       *prometheus.CounterVec
+	failOpen         *prometheus.CounterVec
+	failClosed       *prometheus.CounterVec
 	panics           prometheus.Counter
 	authFailures     *prometheus.CounterVec
 	coldUnavailable  prometheus.Counter
 	unknownNamespace *prometheus.CounterVec
 }
 
+// Buckets of the duration histograms: the apiserver's webhook timeout is
+// at most 30s and 10s by default, and a warm evaluation takes well under a
+// millisecond.
+var (
+	requestBuckets    = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	evaluationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+)
+
 // NewMetrics registers the metrics with reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
+	// Help says why these labels are bounded: they are not per request.
+	const (
+		policiesConfigured = " Policy names come from the tenants' configuration, so their number is bounded by it."
+		bindingsConfigured = " Policy and binding names come from the tenants' configuration, so their number is bounded by it."
+	)
 	m := &Metrics{
 		TenantLabel: tenantLabel,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portcullis_webhook_requests_total",
-			Help: "Webhook requests answered, by tenant, operation, verdict and HTTP status.",
-		}, []string{"tenant", "operation", "verdict", "code"}),
+			Help: "Webhook requests answered, by tenant, endpoint, operation, verdict and HTTP status (200 for every evaluated request, denials included).",
+		}, []string{"tenant", "endpoint", "operation", "verdict", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "portcullis_webhook_request_duration_seconds",
 			Help:    "Time to answer a webhook request, from the first byte read to the answer written.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			Buckets: requestBuckets,
 		}, []string{"tenant"}),
+		evaluation: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "portcullis_webhook_evaluation_duration_seconds",
+			Help:    "Time to evaluate one request against the tenant's policies (matching, CEL, messages), without decoding or encoding.",
+			Buckets: evaluationBuckets,
+		}, []string{"tenant"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_policy_rejections_total",
+			Help: "Bindings that denied a request, by tenant, policy, binding and the status code of the answer (as the apiserver's apiserver_admission_webhook_rejection_count)." + bindingsConfigured,
+		}, []string{"tenant", "policy", "binding", "code"}),
+		failOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_policy_fail_open_total",
+			Help: "Bindings whose failurePolicy let a request through after an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace)." + policiesConfigured,
+		}, []string{"tenant", "policy", "cause"}),
+		failClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_policy_fail_closed_total",
+			Help: "Bindings whose failurePolicy denied a request because of an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace)." + policiesConfigured,
+		}, []string{"tenant", "policy", "cause"}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portcullis_webhook_panics_total",
 			Help: "Webhook requests that panicked and were answered with 500.",
@@ -53,7 +89,8 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 		}, []string{"tenant", "cluster"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace)
+		reg.MustRegister(m.requests, m.duration, m.evaluation, m.rejections, m.failOpen, m.failClosed,
+			m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace)
 	}
 	return m
 }
@@ -65,10 +102,29 @@ func (m *Metrics) tenantLabel(name string) string {
 	return name
 }
 
-func (m *Metrics) observe(d *decisions.Decision) {
+// observe counts one answered request and what its bindings did.
+func (m *Metrics) observe(endpoint string, d *decisions.Decision) {
 	t := m.tenantLabel(d.TenantName)
-	m.requests.WithLabelValues(t, d.Operation, string(d.Verdict), strconv.Itoa(d.HTTPStatus)).Inc()
+	m.requests.WithLabelValues(t, endpoint, d.Operation, string(d.Verdict), strconv.Itoa(d.HTTPStatus)).Inc()
 	m.duration.WithLabelValues(t).Observe(d.Latency.Seconds())
+	for i := range d.Bindings {
+		b := &d.Bindings[i]
+		if b.Denied {
+			m.rejections.WithLabelValues(t, b.Policy, b.Binding, strconv.Itoa(int(d.Code))).Inc()
+		}
+		if !b.FailurePolicyApplied {
+			continue
+		}
+		if b.Denied {
+			m.failClosed.WithLabelValues(t, b.Policy, failureCause(b)).Inc()
+		} else {
+			m.failOpen.WithLabelValues(t, b.Policy, failureCause(b)).Inc()
+		}
+	}
+}
+
+func (m *Metrics) observeEvaluation(tenant string, took time.Duration) {
+	m.evaluation.WithLabelValues(m.tenantLabel(tenant)).Observe(took.Seconds())
 }
 
 // Panics is the counter of recovered panics (for tests and dashboards).
