@@ -60,6 +60,9 @@ CREATE INDEX decisions_tenant_time ON decisions (tenant_id, time DESC, id DESC);
 CREATE INDEX decisions_tenant_verdict_time ON decisions (tenant_id, verdict, time DESC);
 CREATE INDEX decisions_policies ON decisions USING gin (policies);
 CREATE INDEX decisions_denied_by ON decisions USING gin (denied_by);
+-- The Grafana tenant dashboard selects by tenant and cluster names (its
+-- variables are names), never by id.
+CREATE INDEX decisions_tenant_cluster_time ON decisions (tenant, cluster, time DESC);
 
 -- +goose Down
 DROP TABLE decisions;
