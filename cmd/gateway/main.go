@@ -287,6 +287,10 @@ func (m *Main) setupAdminAPI() error {
 		WebhookURL:   webhookURL,
 		CABundle:     ca,
 		MaxBodyBytes: m.Config.MaxRequestBytes,
+		Snapshot:     m.PolicyCache.Snapshot,
+		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
+			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
+		},
 	}
 	m.AdminMux.Handle("/api/", m.AdminAPI.Handler())
 	return nil

@@ -51,6 +51,7 @@ func newEnv(t *testing.T) *env {
 		WebhookURL: "https://gateway.example:8443",
 		CABundle:   []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
 	}}
+	e.s.Snapshot, e.s.Namespaces = storeSnapshots(e.s.Policies), storeNamespaces(e.s.Policies)
 	e.srv = httptest.NewServer(e.s.Handler())
 	t.Cleanup(e.srv.Close)
 	if e.operator, err = e.s.Tokens.Bootstrap(ctx, "root"); err != nil {

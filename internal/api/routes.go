@@ -50,6 +50,7 @@ func (s *Server) routes() []route {
 	for _, group := range [][]route{
 		s.coreRoutes(),
 		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.auditRoutes(),
+		s.policyRoutes(),
 	} {
 		all = append(all, group...)
 	}

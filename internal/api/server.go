@@ -7,11 +7,13 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -29,6 +31,11 @@ type Server struct {
 	CABundle   []byte
 	// MaxBodyBytes bounds request bodies; 8 MiB when zero.
 	MaxBodyBytes int64
+	// Snapshot and Namespaces are the webhook's own sources of a tenant's
+	// compiled policies and of a cluster's namespace inventory, so that
+	// evaluate answers exactly what the webhook would.
+	Snapshot   func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error)
+	Namespaces func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error)
 }
 
 // Handler returns the API's routes. Requests outside them get a 404 Status,

@@ -287,6 +287,13 @@ func (rc *reqCtx) validate(cp *compiledPolicy, gvr schema.GroupVersionResource, 
 	if len(cp.matchConditions) > 0 {
 		fr := rc.newFrame(cp, p, rc.requestValue(rc.req.RequestResource, gvk), celtypes.NullValue, mcTrace)
 		results, _, err := fr.forInput(cp.matchExprs, celconfig.RuntimeCELCostBudgetMatchConditions)
+		if mcTrace != nil {
+			for i := range *mcTrace {
+				if i < len(cp.matchConditions) {
+					(*mcTrace)[i].Name = cp.matchConditions[i].name
+				}
+			}
+		}
 		if err != nil {
 			if f == admissionregistrationv1.Fail {
 				return errorDecision(f, err.Error())

@@ -32,6 +32,10 @@ type Error struct {
 	Name      string
 	// Err is the underlying cause, if any, for errors.Is and logs.
 	Err error
+	// causeObjects[i], when set, names the object Causes[i] is about (kind
+	// and name), for errors about several objects, whose causes' fields
+	// only give the object's index.
+	causeObjects []string
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -88,6 +92,14 @@ func (e *Error) Status() *metav1.Status {
 	switch e.Code {
 	case EINVALID:
 		s := apierrors.NewInvalid(e.GroupKind, e.Name, e.Causes).ErrStatus
+		// The same text as NewInvalid's for one object; an error about
+		// several objects (ApplyAll) carries its own, which names each.
+		s.Message = e.Message
+		for i := range s.Details.Causes {
+			if i < len(e.causeObjects) && e.causeObjects[i] != "" {
+				s.Details.Causes[i].Message = e.causeObjects[i] + ": " + s.Details.Causes[i].Message
+			}
+		}
 		return &s
 	case ENOTFOUND:
 		return status(http.StatusNotFound, metav1.StatusReasonNotFound, e)

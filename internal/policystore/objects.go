@@ -34,6 +34,9 @@ var supportedVersions = map[schema.GroupKind][]string{
 	KindMutatingBinding:   {"v1", "v1beta1"},
 }
 
+// policyKindNames lists the kinds accepted in GroupAdmission, for errors.
+var policyKindNames = []string{KindValidatingPolicy.Kind, KindValidatingBinding.Kind, KindMutatingPolicy.Kind, KindMutatingBinding.Kind}
+
 // IsPolicyKind reports whether gk is one of the four policy kinds (as
 // opposed to a param).
 func IsPolicyKind(gk schema.GroupKind) bool {
@@ -115,6 +118,12 @@ func decode(data []byte) (*decoded, string, error) {
 	}
 	rv := u.GetResourceVersion()
 
+	// A misspelt policy kind must not end up stored as a param that nothing
+	// ever reads: in the policy group, only the policy kinds are accepted.
+	if gk.Group == GroupAdmission && !IsPolicyKind(gk) {
+		return nil, "", invalid(gk, u.GetName(), field.ErrorList{
+			field.NotSupported(field.NewPath("kind"), gvk.Kind, policyKindNames)})
+	}
 	if versions, ok := supportedVersions[gk]; ok {
 		if !contains(versions, gvk.Version) {
 			return nil, "", invalid(gk, u.GetName(), field.ErrorList{

@@ -113,7 +113,19 @@ func (s *Store) Apply(ctx context.Context, tenantID int64, author string, data [
 // Delete writes a tombstone version for the object. resourceVersion, if not
 // empty, is a precondition as in Apply.
 func (s *Store) Delete(ctx context.Context, tenantID int64, author string, ref Ref, resourceVersion string) (*Version, error) {
-	var out *Version
+	v, _, err := s.DeleteObject(ctx, tenantID, author, ref, resourceVersion, false)
+	return v, err
+}
+
+// DeleteObject is Delete, returning also the object's resourceVersion
+// before the deletion. With dryRun everything is checked in the same
+// transaction, which is then rolled back: the tombstone returned is the one
+// a real delete would have written.
+func (s *Store) DeleteObject(ctx context.Context, tenantID int64, author string, ref Ref, resourceVersion string, dryRun bool) (*Version, int64, error) {
+	var (
+		out    *Version
+		before int64
+	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		version, err := s.bumpVersion(ctx, tx, tenantID)
 		if err != nil {
@@ -129,6 +141,7 @@ func (s *Store) Delete(ctx context.Context, tenantID int64, author string, ref R
 		if err := checkPrecondition(cur, ref, resourceVersion); err != nil {
 			return err
 		}
+		before = cur.ResourceVersion
 		now := time.Now().UTC()
 		if _, err := tx.Exec(ctx, `UPDATE policy_objects SET deleted = true, version = $6, updated_at = $7
 			WHERE tenant_id = $1 AND api_group = $2 AND kind = $3 AND namespace = $4 AND name = $5`,
@@ -137,9 +150,21 @@ func (s *Store) Delete(ctx context.Context, tenantID int64, author string, ref R
 		}
 		out = &Version{Ref: ref, APIVersion: cur.APIVersion, Version: version, Operation: OpDelete,
 			Author: author, CreatedAt: now}
-		return insertVersion(ctx, tx, tenantID, out, nil)
+		if err := insertVersion(ctx, tx, tenantID, out, nil); err != nil {
+			return err
+		}
+		if dryRun {
+			return errDryRun
+		}
+		return nil
 	})
-	return out, err
+	if errors.Is(err, errDryRun) {
+		err = nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, before, nil
 }
 
 // Rollback writes a new version of the object equal to its version
@@ -147,8 +172,22 @@ func (s *Store) Delete(ctx context.Context, tenantID int64, author string, ref R
 // when that version was written, so they are not checked again against the
 // NewExpressions environment; the snapshot loads them as stored expressions.
 func (s *Store) Rollback(ctx context.Context, tenantID int64, author string, ref Ref, toVersion int64, resourceVersion string) (*Object, error) {
-	var out *Object
+	o, _, err := s.RollbackObject(ctx, tenantID, author, ref, toVersion, resourceVersion)
+	return o, err
+}
+
+// RollbackObject is Rollback, returning also the object's resourceVersion
+// before the rollback (0 if it was deleted).
+func (s *Store) RollbackObject(ctx context.Context, tenantID int64, author string, ref Ref, toVersion int64, resourceVersion string) (*Object, int64, error) {
+	var (
+		out    *Object
+		before int64
+	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The head lock before reading the current version, as in write.
+		if _, err := lockHead(ctx, tx, tenantID); err != nil {
+			return err
+		}
 		old, err := getVersion(ctx, tx, tenantID, ref, toVersion)
 		if err != nil {
 			return err
@@ -156,6 +195,13 @@ func (s *Store) Rollback(ctx context.Context, tenantID int64, author string, ref
 		if old.Object == nil {
 			return invalid(ref.GroupKind(), ref.Name, field.ErrorList{field.Invalid(field.NewPath("version"), toVersion,
 				"is a deletion; delete the object instead")})
+		}
+		cur, err := getObject(ctx, tx, tenantID, ref, false)
+		if err != nil {
+			return err
+		}
+		if cur != nil && !cur.Deleted {
+			before = cur.ResourceVersion
 		}
 		obj := old.Object.DeepCopy()
 		// The old version's own resourceVersion is history, not a
@@ -172,7 +218,10 @@ func (s *Store) Rollback(ctx context.Context, tenantID int64, author string, ref
 		out, err = s.write(ctx, tx, tenantID, author, d, rv, OpRollback, toVersion)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, before, nil
 }
 
 // Get returns the live object, or ENOTFOUND.

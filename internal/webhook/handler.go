@@ -181,16 +181,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	endStep(step, nil)
 
 	_, step = h.startStep(ctx, "encode")
-	resp := admission.Response{
-		Allowed:          res.Allowed,
-		Status:           res.Status,
-		Warnings:         res.Warnings,
-		AuditAnnotations: res.AuditAnnotations,
-	}
-	out, err := admission.Encode(rev.APIVersion, rev.UID, resp)
-	if err != nil {
-		panic(err) // only an unknown version, which Decode refuses
-	}
+	out := EncodeAnswer(rev, res)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(out)

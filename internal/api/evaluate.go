@@ -1,0 +1,139 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/admission"
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/webhook"
+)
+
+// evaluateBudget bounds one evaluation as the webhook's default ?timeout
+// (10s, minus its margin for the answer) does.
+const evaluateBudget = 9 * time.Second
+
+func (s *Server) evaluate(c *call) error {
+	cl, err := s.cluster(c)
+	if err != nil {
+		return err
+	}
+	var req apiv1.EvaluateRequest
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	if len(req.Review) == 0 || string(req.Review) == "null" {
+		return invalidField("review", "is required: the AdmissionReview as an apiserver would send it")
+	}
+	rev, err := admission.Decode(req.Review)
+	if err != nil {
+		var ae *admission.Error
+		if errors.As(err, &ae) {
+			return invalidField("review", "%s", ae.Message)
+		}
+		return invalidField("review", "%v", err)
+	}
+	candidate := len(req.Objects) > 0 || req.Replace
+	var snap *policystore.Snapshot
+	if candidate {
+		// One JSON stream, so that a List among the objects is expanded and
+		// objects[i] counts as in an apply.
+		var docs [][]byte
+		if len(req.Objects) > 0 {
+			var stream bytes.Buffer
+			for _, o := range req.Objects {
+				stream.Write(o)
+				stream.WriteByte('\n')
+			}
+			if docs, err = splitObjects(stream.Bytes(), "objects"); err != nil {
+				return err
+			}
+		}
+		snap, err = s.Policies.CandidateSnapshot(c.ctx(), c.tenant.ID, docs, req.Replace)
+	} else {
+		snap, err = s.Snapshot(c.ctx(), c.tenant.ID)
+	}
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx(), evaluateBudget)
+	defer cancel()
+	// As in the webhook: without an inventory every namespace is unknown,
+	// and bindings that need one follow their failurePolicy.
+	var nss evaluator.NamespaceLookup = evaluator.NamespaceMap{}
+	if inv, err := s.Namespaces(ctx, c.tenant.ID, cl.ID); err == nil && inv != nil {
+		nss = inv
+	}
+	res, out := webhook.Answer(ctx, rev, snap.Compiled, nss, evaluator.WithTrace())
+	// Compact, unlike other answers: an indenting encoder would re-indent
+	// the review, which must stay byte for byte the webhook's.
+	b, err := json.Marshal(apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate})
+	if err != nil {
+		return err
+	}
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write(append(b, '\n'))
+	return nil
+}
+
+// wireTrace flattens the evaluator's per-policy trace into one entry per
+// (policy, binding, param), and one for each policy that did not match.
+func wireTrace(res *evaluator.Result) []apiv1.BindingTrace {
+	policyErr := map[string]bool{}
+	for _, b := range res.Bindings {
+		if b.Binding == "" && b.Outcome == evaluator.OutcomeError {
+			policyErr[b.Policy] = true
+		}
+	}
+	out := []apiv1.BindingTrace{}
+	for _, pt := range res.Trace {
+		if !pt.Matched {
+			outcome := evaluator.OutcomeNotMatched
+			if policyErr[pt.Policy] {
+				outcome = evaluator.OutcomeError
+			}
+			out = append(out, apiv1.BindingTrace{Policy: pt.Policy, Reason: pt.Reason, Outcome: string(outcome)})
+			continue
+		}
+		for _, bt := range pt.Bindings {
+			t := apiv1.BindingTrace{
+				Policy: pt.Policy, Binding: bt.Binding, Param: bt.Param,
+				Matched: bt.Matched && bt.Outcome != evaluator.OutcomeNotMatched,
+				Reason:  bt.Reason, Outcome: string(bt.Outcome),
+				MatchConditions:  wireExpressions(bt.MatchConditions),
+				Validations:      wireExpressions(bt.Validations),
+				AuditAnnotations: wireExpressions(bt.AuditAnnotations),
+				Cost:             bt.Cost,
+			}
+			if t.Outcome == "" {
+				t.Outcome = string(evaluator.OutcomeNotMatched)
+			}
+			// The evaluator counts validations and audit annotations; the
+			// match conditions are CEL too.
+			for _, e := range t.MatchConditions {
+				t.Cost += e.Cost
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func wireExpressions(in []evaluator.ExpressionTrace) []apiv1.ExpressionTrace {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]apiv1.ExpressionTrace, len(in))
+	for i, e := range in {
+		out[i] = apiv1.ExpressionTrace{Name: e.Name, Expression: e.Expression, Result: e.Result, Message: e.Message,
+			Error: e.Error, Cost: e.Cost}
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/auditlog"
+)
+
+func (s *Server) listNamespaces(c *call) error {
+	cl, err := s.cluster(c)
+	if err != nil {
+		return err
+	}
+	nss, err := s.Policies.ListNamespaces(c.ctx(), c.tenant.ID, cl.ID)
+	if err != nil {
+		return err
+	}
+	// Sorted by name already; names are unique.
+	p, err := page(c, nss, func(ns *corev1.Namespace) string { return ns.Name })
+	if err != nil {
+		return err
+	}
+	out := apiv1.List[json.RawMessage]{Items: make([]json.RawMessage, len(p.Items)), Continue: p.Continue}
+	for i, ns := range p.Items {
+		ns.APIVersion, ns.Kind = "v1", "Namespace"
+		if out.Items[i], err = json.Marshal(ns); err != nil {
+			return err
+		}
+	}
+	return c.json(out)
+}
+
+func (s *Server) importNamespaces(c *call) error {
+	cl, err := s.cluster(c)
+	if err != nil {
+		return err
+	}
+	body, err := c.body()
+	if err != nil {
+		return err
+	}
+	objs, err := splitObjects(body, "items")
+	if err != nil {
+		return err
+	}
+	nss := make([]*corev1.Namespace, len(objs))
+	for i, js := range objs {
+		var meta struct{ APIVersion, Kind string }
+		_ = json.Unmarshal(js, &meta)
+		switch {
+		case meta.Kind != "Namespace":
+			return invalidField(fmt.Sprintf("items[%d].kind", i),
+				"must be Namespace, not %q: the inventory holds Namespace objects only", meta.Kind)
+		case meta.APIVersion != "v1":
+			return invalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be v1, not %q", meta.APIVersion)
+		}
+		ns := &corev1.Namespace{}
+		if err := json.Unmarshal(js, ns); err != nil {
+			return invalidField(fmt.Sprintf("items[%d]", i), "not a valid Namespace: %v", err)
+		}
+		nss[i] = ns
+	}
+	if err := s.Policies.ReplaceNamespaces(c.ctx(), c.tenant.ID, cl.ID, nss); err != nil {
+		return err
+	}
+	c.audit(auditlog.Entry{Action: "import", Kind: "NamespaceInventory", Name: cl.Name,
+		Detail: map[string]any{"cluster": cl.Name, "namespaces": len(nss)}})
+	return c.json(apiv1.NamespaceImport{Namespaces: len(nss)})
+}

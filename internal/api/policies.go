@@ -1,0 +1,440 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
+)
+
+const objectPath = "/api/v1/tenants/{tenant}/objects/{kind}/{name}"
+
+var objectParams = []param{
+	{"group", "the API group of a param kind, when the tenant stores that kind in several groups (empty for the core group)"},
+	{"namespace", "the namespace of a namespaced param"},
+}
+
+func (s *Server) policyRoutes() []route {
+	with := func(ps ...[]param) []param {
+		var out []param
+		for _, p := range ps {
+			out = append(out, p...)
+		}
+		return out
+	}
+	return []route{
+		{method: "POST", path: "/api/v1/tenants/{tenant}/apply", access: tenantAdmin,
+			summary:  "Create or update policies, bindings and params, all or nothing",
+			query:    []param{{"dryRun", "true: check and report the results, write nothing"}},
+			rawBody:  "Kubernetes objects: multi-document YAML, or JSON (one object, or a List or any *List kind with items)",
+			response: apiv1.ApplyResult{}, handle: s.apply},
+		{method: "GET", path: "/api/v1/tenants/{tenant}/objects", access: tenantViewer,
+			summary: "List the tenant's stored objects",
+			query: with([]param{
+				{"type", "policies (ValidatingAdmissionPolicy, MutatingAdmissionPolicy), bindings or params (every other kind)"},
+				{"kind", "a kind, case-insensitive, or vap, vapb, map, mapb"},
+				{"labelSelector", "a Kubernetes label selector"},
+			}, objectParams, pagingParams),
+			response: apiv1.List[json.RawMessage]{}, handle: s.listObjects},
+		{method: "GET", path: objectPath, access: tenantViewer, summary: "One stored object",
+			query: objectParams, response: json.RawMessage{}, handle: s.getObject},
+		{method: "DELETE", path: objectPath, access: tenantAdmin, summary: "Delete an object (its history is kept)",
+			query: with(objectParams, []param{
+				{"resourceVersion", "delete only if this is still the object's resourceVersion (else 409)"},
+				{"dryRun", "true: check, write nothing"},
+			}),
+			response: apiv1.ApplyItem{}, handle: s.deleteObject},
+		{method: "GET", path: objectPath + "/history", access: tenantViewer, summary: "An object's versions, newest first",
+			query: with(objectParams, pagingParams), response: apiv1.List[apiv1.Version]{}, handle: s.objectHistory},
+		{method: "GET", path: objectPath + "/versions/{version}", access: tenantViewer, summary: "One version of an object, with its body",
+			query: objectParams, response: apiv1.Version{}, handle: s.objectVersion},
+		{method: "GET", path: objectPath + "/diff", access: tenantViewer, summary: "A unified diff of two versions' YAML",
+			query: with(objectParams, []param{
+				{"from", "the older version (required)"},
+				{"to", "the newer version; the current one when absent"},
+			}),
+			response: apiv1.Diff{}, handle: s.objectDiff},
+		{method: "POST", path: objectPath + "/rollback", access: tenantAdmin,
+			summary: "Write a new version equal to an earlier one",
+			query:   objectParams, request: apiv1.Rollback{}, response: apiv1.ApplyItem{}, handle: s.rollback},
+		{method: "GET", path: "/api/v1/tenants/{tenant}/clusters/{cluster}/namespaces", access: tenantViewer,
+			summary: "The cluster's namespace inventory", query: pagingParams,
+			response: apiv1.List[json.RawMessage]{}, handle: s.listNamespaces},
+		{method: "PUT", path: "/api/v1/tenants/{tenant}/clusters/{cluster}/namespaces", access: tenantAdmin,
+			summary:  "Replace the cluster's namespace inventory",
+			rawBody:  "Namespace objects: a List or NamespaceList as `kubectl get namespaces -o yaml|json` prints it, or multi-document YAML",
+			response: apiv1.NamespaceImport{}, handle: s.importNamespaces},
+		{method: "POST", path: "/api/v1/tenants/{tenant}/clusters/{cluster}/evaluate", access: tenantViewer,
+			summary: "Evaluate an AdmissionReview as the webhook would for that cluster, with a trace",
+			request: apiv1.EvaluateRequest{}, response: apiv1.EvaluateResponse{}, handle: s.evaluate},
+	}
+}
+
+func (s *Server) apply(c *call) error {
+	dryRun, err := c.queryBool("dryRun")
+	if err != nil {
+		return err
+	}
+	body, err := c.body()
+	if err != nil {
+		return err
+	}
+	docs, err := splitObjects(body, "documents")
+	if err != nil {
+		return err
+	}
+	outcomes, version, err := s.Policies.ApplyAll(c.ctx(), c.tenant.ID, c.principal.Name, docs, dryRun)
+	if err != nil {
+		return err
+	}
+	res := apiv1.ApplyResult{DryRun: dryRun, Version: version, Results: make([]apiv1.ApplyItem, len(outcomes))}
+	for i, o := range outcomes {
+		res.Results[i] = applyItem(i, o.Object, o.Action, o.Object.ResourceVersion)
+		res.Results[i].Warnings = o.Warnings
+	}
+	// Dry runs change nothing, so they are not audited.
+	if !dryRun {
+		for _, o := range outcomes {
+			if o.Action == policystore.ActionUnchanged {
+				continue
+			}
+			action := actionUpdate
+			if o.Action == policystore.ActionCreated {
+				action = actionCreate
+			}
+			c.audit(auditlog.Entry{Action: action, Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
+				VersionBefore: versionPtr(o.VersionBefore), VersionAfter: versionPtr(o.Object.ResourceVersion),
+				Detail: map[string]any{"group": o.Object.Group, "apiVersion": o.Object.APIVersion, "result": o.Action}})
+		}
+	}
+	return c.json(res)
+}
+
+func applyItem(doc int, o *policystore.Object, action string, rv int64) apiv1.ApplyItem {
+	return apiv1.ApplyItem{Document: doc, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+		Action: action, ResourceVersion: rv}
+}
+
+// versionPtr is v for the audit log, nil for 0 (no version).
+func versionPtr(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+// shortNames are kubectl's short names of the policy kinds.
+var shortNames = map[string]schema.GroupKind{
+	"vap":  policystore.KindValidatingPolicy,
+	"vapb": policystore.KindValidatingBinding,
+	"map":  policystore.KindMutatingPolicy,
+	"mapb": policystore.KindMutatingBinding,
+}
+
+var policyKinds = []schema.GroupKind{policystore.KindValidatingPolicy, policystore.KindValidatingBinding,
+	policystore.KindMutatingPolicy, policystore.KindMutatingBinding}
+
+// resolveKind turns a kind as a user types it (any case, or a short name)
+// and ?group= into the stored group and kind. A kind that is not a policy
+// kind is a param kind, looked up among the kinds the tenant stores; one it
+// does not store comes back as typed, so that lookups answer "not found".
+func (s *Server) resolveKind(c *call, kind string) (schema.GroupKind, error) {
+	q := c.r.URL.Query()
+	group, groupSet := q.Get("group"), q.Has("group")
+	if !groupSet || group == policystore.GroupAdmission {
+		if gk, ok := shortNames[strings.ToLower(kind)]; ok {
+			return gk, nil
+		}
+		for _, gk := range policyKinds {
+			if strings.EqualFold(gk.Kind, kind) {
+				return gk, nil
+			}
+		}
+	}
+	kinds, err := s.Policies.Kinds(c.ctx(), c.tenant.ID)
+	if err != nil {
+		return schema.GroupKind{}, err
+	}
+	var exact, folded []schema.GroupKind
+	for _, gk := range kinds {
+		if policystore.IsPolicyKind(gk) || (groupSet && gk.Group != group) {
+			continue
+		}
+		if gk.Kind == kind {
+			exact = append(exact, gk)
+		} else if strings.EqualFold(gk.Kind, kind) {
+			folded = append(folded, gk)
+		}
+	}
+	matches := exact
+	if len(matches) == 0 {
+		matches = folded
+	}
+	switch len(matches) {
+	case 0:
+		return schema.GroupKind{Group: group, Kind: kind}, nil
+	case 1:
+		return matches[0], nil
+	}
+	names := make([]string, len(matches))
+	for i, gk := range matches {
+		names[i] = fmt.Sprintf("%s in group %q", gk.Kind, gk.Group)
+	}
+	return schema.GroupKind{}, invalidField("group", "kind %q is stored as %s; say which with ?group=", kind, strings.Join(names, " and "))
+}
+
+// objectRef resolves the {kind}/{name} of the path.
+func (s *Server) objectRef(c *call) (policystore.Ref, error) {
+	gk, err := s.resolveKind(c, c.r.PathValue("kind"))
+	if err != nil {
+		return policystore.Ref{}, err
+	}
+	return policystore.Ref{Group: gk.Group, Kind: gk.Kind, Namespace: c.query("namespace"), Name: c.r.PathValue("name")}, nil
+}
+
+func (s *Server) listObjects(c *call) error {
+	q := c.r.URL.Query()
+	typ := q.Get("type")
+	switch typ {
+	case "", apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams:
+	default:
+		return invalidField("type", "must be %s, %s or %s, not %q", apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams, typ)
+	}
+	opts := policystore.ListOptions{Namespace: q.Get("namespace"), LabelSelector: q.Get("labelSelector")}
+	// ListOptions cannot ask for the core group (""), so the group is
+	// filtered here.
+	group, groupSet := q.Get("group"), q.Has("group")
+	if k := q.Get("kind"); k != "" {
+		gk, err := s.resolveKind(c, k)
+		if err != nil {
+			return err
+		}
+		opts.Kind, group, groupSet = gk.Kind, gk.Group, true
+	}
+	objs, err := s.Policies.List(c.ctx(), c.tenant.ID, opts)
+	if err != nil {
+		return err
+	}
+	type item struct {
+		key string
+		js  json.RawMessage
+	}
+	var items []item
+	for _, o := range objs {
+		if groupSet && o.Group != group {
+			continue
+		}
+		if typ != "" && objectType(o.GroupKind()) != typ {
+			continue
+		}
+		js, err := o.Object.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		items = append(items, item{key: o.Group + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name, js: js})
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
+	p, err := page(c, items, func(it item) string { return it.key })
+	if err != nil {
+		return err
+	}
+	out := apiv1.List[json.RawMessage]{Items: make([]json.RawMessage, len(p.Items)), Continue: p.Continue}
+	for i, it := range p.Items {
+		out.Items[i] = it.js
+	}
+	return c.json(out)
+}
+
+func objectType(gk schema.GroupKind) string {
+	switch gk {
+	case policystore.KindValidatingPolicy, policystore.KindMutatingPolicy:
+		return apiv1.TypePolicies
+	case policystore.KindValidatingBinding, policystore.KindMutatingBinding:
+		return apiv1.TypeBindings
+	}
+	return apiv1.TypeParams
+}
+
+func (s *Server) getObject(c *call) error {
+	ref, err := s.objectRef(c)
+	if err != nil {
+		return err
+	}
+	o, err := s.Policies.Get(c.ctx(), c.tenant.ID, ref)
+	if err != nil {
+		return err
+	}
+	return c.json(o.Object.Object)
+}
+
+func (s *Server) deleteObject(c *call) error {
+	dryRun, err := c.queryBool("dryRun")
+	if err != nil {
+		return err
+	}
+	ref, err := s.objectRef(c)
+	if err != nil {
+		return err
+	}
+	v, before, err := s.Policies.DeleteObject(c.ctx(), c.tenant.ID, c.principal.Name, ref, c.query("resourceVersion"), dryRun)
+	if err != nil {
+		return err
+	}
+	if !dryRun {
+		c.audit(auditlog.Entry{Action: actionDelete, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
+			VersionBefore: versionPtr(before), VersionAfter: versionPtr(v.Version),
+			Detail: map[string]any{"group": ref.Group}})
+	}
+	return c.json(apiv1.ApplyItem{APIVersion: v.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
+		Action: apiv1.ActionDeleted, ResourceVersion: v.Version})
+}
+
+func (s *Server) objectHistory(c *call) error {
+	ref, err := s.objectRef(c)
+	if err != nil {
+		return err
+	}
+	vs, err := s.Policies.History(c.ctx(), c.tenant.ID, ref)
+	if err != nil {
+		return err
+	}
+	items := make([]apiv1.Version, len(vs))
+	for i, v := range vs {
+		items[i] = wireVersion(v)
+		items[i].Object = nil
+	}
+	// Newest first: the cursor key grows as the version shrinks.
+	list, err := page(c, items, func(v apiv1.Version) string { return fmt.Sprintf("%020d", math.MaxInt64-v.Version) })
+	if err != nil {
+		return err
+	}
+	return c.json(list)
+}
+
+func wireVersion(v *policystore.Version) apiv1.Version {
+	out := apiv1.Version{Version: v.Version, Operation: v.Operation, Author: v.Author, Time: v.CreatedAt,
+		APIVersion: v.APIVersion, RollbackOf: v.RollbackOf}
+	if v.Object != nil {
+		out.Object, _ = v.Object.MarshalJSON()
+	}
+	return out
+}
+
+// pathVersion reads a version number from the path or the query.
+func pathVersion(name, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, invalidField(name, "must be a version number as the object's history shows it, not %q", v)
+	}
+	return n, nil
+}
+
+func (s *Server) objectVersion(c *call) error {
+	ref, err := s.objectRef(c)
+	if err != nil {
+		return err
+	}
+	n, err := pathVersion("version", c.r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	v, err := s.Policies.GetVersion(c.ctx(), c.tenant.ID, ref, n)
+	if err != nil {
+		return err
+	}
+	return c.json(wireVersion(v))
+}
+
+func (s *Server) objectDiff(c *call) error {
+	ref, err := s.objectRef(c)
+	if err != nil {
+		return err
+	}
+	if c.query("from") == "" {
+		return invalidField("from", "is required: the version to compare from")
+	}
+	from, err := pathVersion("from", c.query("from"))
+	if err != nil {
+		return err
+	}
+	a, err := s.Policies.GetVersion(c.ctx(), c.tenant.ID, ref, from)
+	if err != nil {
+		return err
+	}
+	var b *policystore.Version
+	if c.query("to") == "" {
+		vs, err := s.Policies.History(c.ctx(), c.tenant.ID, ref)
+		if err != nil {
+			return err
+		}
+		b = vs[0]
+	} else {
+		to, err := pathVersion("to", c.query("to"))
+		if err != nil {
+			return err
+		}
+		if b, err = s.Policies.GetVersion(c.ctx(), c.tenant.ID, ref, to); err != nil {
+			return err
+		}
+	}
+	ya, err := versionYAML(a.Object)
+	if err != nil {
+		return err
+	}
+	yb, err := versionYAML(b.Object)
+	if err != nil {
+		return err
+	}
+	diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(ya), B: difflib.SplitLines(yb),
+		FromFile: fmt.Sprintf("%s (version %d)", ref, a.Version),
+		ToFile:   fmt.Sprintf("%s (version %d)", ref, b.Version),
+		Context:  3,
+	})
+	if err != nil {
+		return err
+	}
+	return c.json(apiv1.Diff{From: a.Version, To: b.Version, Diff: diff})
+}
+
+// versionYAML renders a version for diffing; a deletion is empty.
+func versionYAML(u *unstructured.Unstructured) (string, error) {
+	if u == nil {
+		return "", nil
+	}
+	b, err := yaml.Marshal(u.Object)
+	return string(b), err
+}
+
+func (s *Server) rollback(c *call) error {
+	ref, err := s.objectRef(c)
+	if err != nil {
+		return err
+	}
+	var req apiv1.Rollback
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	if req.ToVersion < 1 {
+		return invalidField("toVersion", "is required: a version number as the object's history shows it")
+	}
+	o, before, err := s.Policies.RollbackObject(c.ctx(), c.tenant.ID, c.principal.Name, ref, req.ToVersion, req.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	c.audit(auditlog.Entry{Action: "rollback", Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+		VersionBefore: versionPtr(before), VersionAfter: versionPtr(o.ResourceVersion),
+		Detail: map[string]any{"group": o.Group, "toVersion": req.ToVersion}})
+	return c.json(applyItem(0, o, apiv1.ActionRolledBack, o.ResourceVersion))
+}

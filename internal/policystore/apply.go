@@ -1,0 +1,341 @@
+package policystore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Apply actions, as kubectl prints them.
+const (
+	ActionCreated    = "created"
+	ActionConfigured = "configured"
+	ActionUnchanged  = "unchanged"
+)
+
+// ApplyOutcome is what ApplyAll did (or, for a dry run, would do) with one
+// document.
+type ApplyOutcome struct {
+	// Object is the object as stored after the apply.
+	Object *Object
+	Action string
+	// VersionBefore is the object's resourceVersion before the apply; 0
+	// when it did not exist or was deleted.
+	VersionBefore int64
+	Warnings      []string
+}
+
+// errDryRun rolls back a dry run's transaction once its results are known.
+var errDryRun = errors.New("dry run")
+
+// ApplyAll creates or updates every document (one YAML or JSON object each)
+// in one transaction: if any is refused, nothing is written. Each document
+// is validated as Apply validates it; a refusal is one EINVALID error whose
+// causes name every bad field as documents[i].<field>, with the object's
+// kind and name in the message. A document that repeats an object of an
+// earlier one is refused too: its result would depend on the order.
+//
+// With dryRun the same transaction runs and is rolled back, so the
+// outcomes and versions are exactly those a real apply would give at that
+// moment. version is the tenant's policy version after the apply.
+//
+// A param whose kind is the paramKind of no policy (the stored ones and
+// those of this apply) is stored with a warning: it is most likely a typo.
+func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, docs [][]byte, dryRun bool) ([]ApplyOutcome, int64, error) {
+	ds, rvs, err := decodeAll("documents", docs)
+	if err != nil {
+		return nil, 0, err
+	}
+	var (
+		out     []ApplyOutcome
+		version int64
+	)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The head lock first, as in write: VersionBefore must be the
+		// version this apply replaces, not one a concurrent writer
+		// replaced a moment ago.
+		if _, err := lockHead(ctx, tx, tenantID); err != nil {
+			return err
+		}
+		out = make([]ApplyOutcome, len(ds))
+		for i, d := range ds {
+			cur, err := getObject(ctx, tx, tenantID, d.ref, false)
+			if err != nil {
+				return err
+			}
+			var before int64
+			if cur != nil && !cur.Deleted {
+				before = cur.ResourceVersion
+			}
+			// A savepoint per document: an unchanged object releases its
+			// version bump (and its notification) without undoing the
+			// documents before it.
+			sp, err := tx.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			obj, err := s.write(ctx, sp, tenantID, author, d, rvs[i], OpCreate, 0)
+			var noop errNoop
+			switch {
+			case errors.As(err, &noop):
+				if err := sp.Rollback(ctx); err != nil {
+					return err
+				}
+				out[i] = ApplyOutcome{Object: noop.obj, Action: ActionUnchanged, VersionBefore: before}
+				continue
+			case err != nil:
+				return inDocument(err, "documents", i)
+			}
+			if err := sp.Commit(ctx); err != nil {
+				return err
+			}
+			action := ActionConfigured
+			if before == 0 {
+				action = ActionCreated
+			}
+			out[i] = ApplyOutcome{Object: obj, Action: action, VersionBefore: before}
+		}
+		if err := paramWarnings(ctx, tx, tenantID, ds, out); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT version FROM policy_heads WHERE tenant_id = $1`, tenantID).Scan(&version); err != nil {
+			return err
+		}
+		if dryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if errors.Is(err, errDryRun) {
+		err = nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, version, nil
+}
+
+// lockHead locks the tenant's head row, creating it at version 0 on first
+// use, and returns the current version.
+func lockHead(ctx context.Context, tx pgx.Tx, tenantID int64) (int64, error) {
+	var v int64
+	err := tx.QueryRow(ctx, `INSERT INTO policy_heads AS h (tenant_id, version) VALUES ($1, 0)
+		ON CONFLICT (tenant_id) DO UPDATE SET version = h.version
+		RETURNING version`, tenantID).Scan(&v)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
+		return 0, &Error{Code: ENOTFOUND, Err: err, Message: fmt.Sprintf("tenant %d not found", tenantID)}
+	}
+	return v, err
+}
+
+// inDocument says which document a write error is about.
+func inDocument(err error, list string, i int) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Message = fmt.Sprintf("%s[%d]: %s", list, i, e.Message)
+	return &c
+}
+
+// paramWarnings warns about each param of ds whose group and kind no live
+// policy (after the writes of this transaction) names as its paramKind.
+func paramWarnings(ctx context.Context, tx pgx.Tx, tenantID int64, ds []*decoded, out []ApplyOutcome) error {
+	hasParam := false
+	for _, d := range ds {
+		hasParam = hasParam || d.typed == nil
+	}
+	if !hasParam {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT object->'spec'->'paramKind'->>'apiVersion', object->'spec'->'paramKind'->>'kind'
+		FROM policy_objects
+		WHERE tenant_id = $1 AND NOT deleted AND api_group = $2 AND kind = ANY($3)
+		  AND object->'spec'->'paramKind'->>'kind' IS NOT NULL`,
+		tenantID, GroupAdmission, []string{KindValidatingPolicy.Kind, KindMutatingPolicy.Kind})
+	if err != nil {
+		return err
+	}
+	used := map[schema.GroupKind]bool{}
+	var apiVersion, kind string
+	if _, err := pgx.ForEachRow(rows, []any{&apiVersion, &kind}, func() error {
+		if gv, err := schema.ParseGroupVersion(apiVersion); err == nil {
+			used[schema.GroupKind{Group: gv.Group, Kind: kind}] = true
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i, d := range ds {
+		if gk := d.gvk.GroupKind(); d.typed == nil && !used[gk] {
+			out[i].Warnings = append(out[i].Warnings, fmt.Sprintf(
+				"no policy has paramKind %s (apiVersion %s, kind %s): the object is stored as a param, but no binding can use it; check the kind and apiVersion for a typo",
+				kindLabel(gk), d.gvk.GroupVersion(), gk.Kind))
+		}
+	}
+	return nil
+}
+
+// decodeAll decodes and checks every document, as Apply does one. The
+// errors of all documents come back together, each cause on
+// "<list>[i].<field>" with the object's kind and name in its message.
+func decodeAll(list string, docs [][]byte) ([]*decoded, []string, error) {
+	var (
+		ds      = make([]*decoded, len(docs))
+		rvs     = make([]string, len(docs))
+		causes  field.ErrorList
+		objects []string
+		seen    = map[Ref]int{}
+	)
+	add := func(i int, label string, errs field.ErrorList) {
+		for _, fe := range errs {
+			c := *fe
+			c.Field = fmt.Sprintf("%s[%d]", list, i)
+			if fe.Field != "" {
+				c.Field += "." + fe.Field
+			}
+			causes = append(causes, &c)
+			objects = append(objects, label)
+		}
+	}
+	for i, doc := range docs {
+		d, rv, err := decode(doc)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code != EINVALID {
+				return nil, nil, err
+			}
+			add(i, objectLabel(e.GroupKind, e.Name), e.Causes)
+			continue
+		}
+		label := objectLabel(d.gvk.GroupKind(), d.ref.Name)
+		if errs := checkExpressions(d); len(errs) > 0 {
+			add(i, label, errs)
+			continue
+		}
+		if j, dup := seen[d.ref]; dup {
+			add(i, label, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), d.ref.Name,
+				fmt.Sprintf("the same object as %s[%d]; give each object once", list, j))})
+			continue
+		}
+		seen[d.ref] = i
+		ds[i], rvs[i] = d, rv
+	}
+	if len(causes) == 0 {
+		return ds, rvs, nil
+	}
+	parts := make([]string, len(causes))
+	for i, c := range causes {
+		parts[i] = c.Field + ": " + c.ErrorBody()
+		if objects[i] != "" {
+			parts[i] = objects[i] + " " + parts[i]
+		}
+	}
+	verb, n := "are", countObjects(causes)
+	if n == 1 {
+		verb = "is"
+	}
+	return nil, nil, &Error{Code: EINVALID, Causes: causes, causeObjects: objects,
+		Message: fmt.Sprintf("%d of the %d %s %s invalid; nothing was written: %s", n, len(docs), list, verb, strings.Join(parts, "; "))}
+}
+
+func countObjects(causes field.ErrorList) int {
+	n := map[string]bool{}
+	for _, c := range causes {
+		idx, _, _ := strings.Cut(c.Field, "]")
+		n[idx] = true
+	}
+	return len(n)
+}
+
+// objectLabel is how an error names an object: Kind.group "name".
+func objectLabel(gk schema.GroupKind, name string) string {
+	switch {
+	case gk.Kind == "":
+		return ""
+	case name == "":
+		return kindLabel(gk)
+	}
+	return fmt.Sprintf("%s %q", kindLabel(gk), name)
+}
+
+// CandidateSnapshot compiles a snapshot of the tenant's live objects with
+// the candidate objects (one YAML or JSON object each) laid over them, as
+// if they had been applied; with replace, of the candidates alone. Nothing
+// is stored. Candidates are checked as ApplyAll checks documents, and the
+// errors name objects[i]. The snapshot's Version is the tenant's live
+// version, which the candidates are relative to.
+func (s *Store) CandidateSnapshot(ctx context.Context, tenantID int64, candidates [][]byte, replace bool) (*Snapshot, error) {
+	ds, _, err := decodeAll("objects", candidates)
+	if err != nil {
+		return nil, err
+	}
+	version, live, _, err := s.liveObjects(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	byRef := map[Ref]*unstructured.Unstructured{}
+	if !replace {
+		for _, u := range live {
+			gvk := u.GroupVersionKind()
+			byRef[Ref{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}] = u
+		}
+	}
+	for _, d := range ds {
+		byRef[d.ref] = d.obj
+	}
+	refs := make([]Ref, 0, len(byRef))
+	for r := range byRef {
+		refs = append(refs, r)
+	}
+	// The order in which the store loads objects, so that a candidate set
+	// equal to the live one compiles to the same snapshot.
+	sort.Slice(refs, func(i, j int) bool {
+		a, b := refs[i], refs[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	objs := make([]*unstructured.Unstructured, len(refs))
+	for i, r := range refs {
+		objs[i] = byRef[r]
+	}
+	compiled, err := compileObjects(objs)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{TenantID: tenantID, Version: version, Compiled: compiled, LoadedAt: time.Now()}, nil
+}
+
+// Kinds returns every group and kind the tenant has stored, deleted
+// objects included (their history stays readable), sorted.
+func (s *Store) Kinds(ctx context.Context, tenantID int64) ([]schema.GroupKind, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT api_group, kind FROM policy_objects WHERE tenant_id = $1
+		ORDER BY api_group, kind`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (schema.GroupKind, error) {
+		var gk schema.GroupKind
+		err := row.Scan(&gk.Group, &gk.Kind)
+		return gk, err
+	})
+}

@@ -1,0 +1,189 @@
+package policystore
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/pgtest"
+)
+
+func docs(ss ...string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+const limitsParam = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: limits, namespace: prod}\ndata: {max: \"3\"}\n"
+
+func TestApplyAll(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	s := New(pool)
+	tenant := newTenant(t, pool)
+
+	// A dry run first: the outcomes of the real apply, and nothing written.
+	dry, dv, err := s.ApplyAll(ctx, tenant, "alice", docs(string(vap(5)), bindingYAML, limitsParam), true)
+	if err != nil || dv != 3 || len(dry) != 3 {
+		t.Fatalf("dry run = %d outcomes, version %d, %v", len(dry), dv, err)
+	}
+	if v, _ := s.TenantVersion(ctx, tenant); v != 0 {
+		t.Fatalf("a dry run wrote version %d", v)
+	}
+	if _, err := s.Get(ctx, tenant, refVAP); ErrorCode(err) != ENOTFOUND {
+		t.Fatalf("a dry run stored the policy: %v", err)
+	}
+	out, v, err := s.ApplyAll(ctx, tenant, "alice", docs(string(vap(5)), bindingYAML, limitsParam), false)
+	if err != nil || v != 3 {
+		t.Fatalf("apply = version %d, %v", v, err)
+	}
+	for i, o := range out {
+		if o.Action != ActionCreated || o.VersionBefore != 0 || o.Object.ResourceVersion != int64(i+1) ||
+			o.Object.ResourceVersion != dry[i].Object.ResourceVersion || o.Action != dry[i].Action {
+			t.Fatalf("outcome %d = %+v (dry run %+v)", i, o, dry[i])
+		}
+	}
+	if len(out[2].Warnings) != 1 || !strings.Contains(out[2].Warnings[0], "no policy has paramKind ConfigMap") ||
+		len(out[0].Warnings)+len(out[1].Warnings) != 0 {
+		t.Fatalf("warnings = %v %v %v", out[0].Warnings, out[1].Warnings, out[2].Warnings)
+	}
+
+	// Unchanged objects keep their versions; a changed one takes the next.
+	out, v, err = s.ApplyAll(ctx, tenant, "bob", docs(string(vap(5)), bindingYAML, strings.Replace(limitsParam, `"3"`, `"4"`, 1)), false)
+	if err != nil || v != 4 || out[0].Action != ActionUnchanged || out[1].Action != ActionUnchanged ||
+		out[2].Action != ActionConfigured || out[2].VersionBefore != 3 || out[2].Object.ResourceVersion != 4 || out[0].Object.ResourceVersion != 1 {
+		t.Fatalf("second apply = %v, %+v %v", v, out, err)
+	}
+
+	// A conflict in any document writes nothing, and names the document.
+	stale := strings.Replace(string(vap(9)), "  name: max-replicas\n", "  name: max-replicas\n  resourceVersion: \"7\"\n", 1)
+	_, _, err = s.ApplyAll(ctx, tenant, "carol", docs(strings.Replace(limitsParam, `"3"`, `"5"`, 1), stale), false)
+	if ErrorCode(err) != ECONFLICT || !strings.HasPrefix(err.Error(), "documents[1]: ") {
+		t.Fatalf("stale document: %v", err)
+	}
+	if v, _ := s.TenantVersion(ctx, tenant); v != 4 {
+		t.Fatalf("a refused apply wrote: version %d", v)
+	}
+
+	// A policy with the param's kind as paramKind, in the same apply,
+	// silences the warning.
+	withParamKind := strings.Replace(string(vap(5)), "spec:\n", "spec:\n  paramKind: {apiVersion: v1, kind: ConfigMap}\n", 1)
+	out, _, err = s.ApplyAll(ctx, tenant, "carol", docs(limitsParam, withParamKind), false)
+	if err != nil || len(out[0].Warnings) != 0 || out[1].Action != ActionConfigured {
+		t.Fatalf("with paramKind: %+v %v", out, err)
+	}
+
+	kinds, err := s.Kinds(ctx, tenant)
+	if err != nil || len(kinds) != 3 || kinds[0] != (schema.GroupKind{Kind: "ConfigMap"}) {
+		t.Fatalf("kinds = %v %v", kinds, err)
+	}
+}
+
+func TestApplyAllRefusesEveryBadDocument(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	s := New(pool)
+	tenant := newTenant(t, pool)
+	typo := strings.Replace(bindingYAML, "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBindng", 1)
+	alpha := strings.Replace(bindingYAML, "admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1alpha1", 1)
+	webhookCfg := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: w}\n"
+	badCEL := strings.Replace(string(vap(5)), "object.spec.replicas <= 5", "object.spec.replicas <=", 1)
+	_, _, err := s.ApplyAll(ctx, tenant, "alice", docs(limitsParam, typo, alpha, webhookCfg, badCEL, limitsParam), false)
+	e, ok := err.(*Error)
+	if !ok || e.Code != EINVALID {
+		t.Fatalf("err = %v", err)
+	}
+	st := e.Status()
+	if st.Code != 422 || st.Details == nil {
+		t.Fatalf("status = %+v", st)
+	}
+	want := []string{
+		`documents[1].kind|ValidatingAdmissionPolicyBindng.admissionregistration.k8s.io "max-replicas-binding": Unsupported value: "ValidatingAdmissionPolicyBindng"`,
+		`documents[2].apiVersion|ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io "max-replicas-binding": Unsupported value: "admissionregistration.k8s.io/v1alpha1"`,
+		`documents[3].kind|ValidatingWebhookConfiguration.admissionregistration.k8s.io "w": Unsupported value`,
+		`documents[4].spec.validations[0].expression|ValidatingAdmissionPolicy.admissionregistration.k8s.io "max-replicas": Invalid value`,
+		`documents[5].metadata.name|ConfigMap "limits": Invalid value: "limits": the same object as documents[0]`,
+	}
+	if len(st.Details.Causes) != len(want) {
+		t.Fatalf("causes = %+v", st.Details.Causes)
+	}
+	for i, c := range st.Details.Causes {
+		field, msg, _ := strings.Cut(want[i], "|")
+		if c.Field != field || !strings.HasPrefix(c.Message, msg) {
+			t.Errorf("cause %d = %s: %s\nwant %s: %s", i, c.Field, c.Message, field, msg)
+		}
+		if !strings.Contains(st.Message, field) {
+			t.Errorf("the message does not name %s: %s", field, st.Message)
+		}
+	}
+	if !strings.HasPrefix(st.Message, "5 of the 6 documents are invalid; nothing was written: ") {
+		t.Errorf("message = %s", st.Message)
+	}
+	if v, _ := s.TenantVersion(ctx, tenant); v != 0 {
+		t.Fatalf("a refused apply wrote version %d", v)
+	}
+	if _, _, err := s.ApplyAll(ctx, tenant+1000, "alice", docs(limitsParam), false); ErrorCode(err) != ENOTFOUND {
+		t.Fatalf("an unknown tenant: %v", err)
+	}
+	// The single-object Apply refuses the typo too, instead of storing a
+	// param.
+	if _, err := s.Apply(ctx, tenant, "alice", []byte(typo)); ErrorCode(err) != EINVALID {
+		t.Fatalf("Apply(typo) = %v", err)
+	}
+}
+
+func TestCandidateSnapshotAndDryRunDelete(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	s := New(pool)
+	tenant := newTenant(t, pool)
+	if _, _, err := s.ApplyAll(ctx, tenant, "alice", docs(string(vap(5)), bindingYAML), false); err != nil {
+		t.Fatal(err)
+	}
+	req := &evaluator.Request{UID: "u",
+		Kind:     schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+		Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		Name:     "d", Namespace: "prod", Operation: "CREATE",
+		Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "d", "namespace": "prod"}, "spec": map[string]any{"replicas": int64(7)}},
+	}
+	allowed := func(snap *Snapshot) bool {
+		return snap.Compiled.Validate(ctx, req, evaluator.NamespaceMap{}).Allowed
+	}
+	live, err := s.CandidateSnapshot(ctx, tenant, nil, false)
+	if err != nil || live.Version != 2 || allowed(live) {
+		t.Fatalf("live snapshot: version %v, %v", live, err)
+	}
+	overlay, err := s.CandidateSnapshot(ctx, tenant, docs(string(vap(10))), false)
+	if err != nil || overlay.Version != 2 || !allowed(overlay) {
+		t.Fatalf("overlay: %v", err)
+	}
+	// Replaced by a lone policy: no binding, so nothing applies.
+	alone, err := s.CandidateSnapshot(ctx, tenant, docs(string(vap(1))), true)
+	if err != nil || !allowed(alone) || alone.Compiled.Stats().Bindings != 0 {
+		t.Fatalf("replace: %v", err)
+	}
+	if _, err := s.CandidateSnapshot(ctx, tenant, docs(bindingYAML, "kind: Nothing\n"), false); ErrorCode(err) != EINVALID ||
+		!strings.Contains(err.Error(), "objects[1].apiVersion") {
+		t.Fatalf("bad candidate: %v", err)
+	}
+	if v, _ := s.TenantVersion(ctx, tenant); v != 2 {
+		t.Fatalf("candidates were written: version %d", v)
+	}
+
+	tomb, before, err := s.DeleteObject(ctx, tenant, "bob", refVAP, "1", true)
+	if err != nil || tomb.Version != 3 || before != 1 {
+		t.Fatalf("dry-run delete = %+v %d %v", tomb, before, err)
+	}
+	if _, err := s.Get(ctx, tenant, refVAP); err != nil {
+		t.Fatalf("a dry-run delete deleted: %v", err)
+	}
+	if _, _, err := s.DeleteObject(ctx, tenant, "bob", refVAP, "2", true); ErrorCode(err) != ECONFLICT {
+		t.Fatalf("dry-run delete with a stale version: %v", err)
+	}
+}

@@ -1,0 +1,36 @@
+package webhook
+
+import (
+	"context"
+
+	"github.com/portcullis-dev/portcullis/internal/admission"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+)
+
+// Answer evaluates a decoded review against a tenant's compiled policies and
+// encodes the AdmissionReview the webhook sends back. The admin API's
+// evaluate call uses it, and the webhook handler its two steps (Validate,
+// then EncodeAnswer), so that evaluate answers exactly what the webhook
+// would. opts are passed to Validate (the admin API asks for a trace, which
+// does not change the answer).
+func Answer(ctx context.Context, rev *admission.Review, snap *evaluator.Snapshot, nss evaluator.NamespaceLookup,
+	opts ...evaluator.ValidateOption) (*evaluator.Result, []byte) {
+	res := snap.Validate(ctx, rev.Request, nss, opts...)
+	return res, EncodeAnswer(rev, res)
+}
+
+// EncodeAnswer is the AdmissionReview answering rev with res, in rev's
+// admission.k8s.io version.
+func EncodeAnswer(rev *admission.Review, res *evaluator.Result) []byte {
+	resp := admission.Response{
+		Allowed:          res.Allowed,
+		Status:           res.Status,
+		Warnings:         res.Warnings,
+		AuditAnnotations: res.AuditAnnotations,
+	}
+	out, err := admission.Encode(rev.APIVersion, rev.UID, resp)
+	if err != nil {
+		panic(err) // only an unknown version, which Decode refuses
+	}
+	return out
+}
