@@ -283,6 +283,7 @@ func (m *Main) setupAdminAPI() error {
 		Tenancy:      m.Tenancy,
 		Policies:     m.Policies,
 		Audit:        auditlog.NewStore(m.Pool),
+		Decisions:    m.Decisions,
 		Logger:       m.Logger,
 		WebhookURL:   webhookURL,
 		CABundle:     ca,
