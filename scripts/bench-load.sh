@@ -12,6 +12,9 @@
 #   RATES     fixed rates, comma-separated (default 250,500,1000)
 #   PROFILE   a path: also write a CPU profile of the gateway at saturation
 #             (builds the gateway with net/http/pprof added by -overlay)
+#   RECORDING 1 (default) also runs the gateway with --decision-store=false
+#             and compares: recording decisions may cost at most 15% of the
+#             maximum throughput (issue 8); 0 skips it
 #   ENFORCE=1 fail when a performance target is missed
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,4 +41,5 @@ PORTCULLIS_LOAD=1 \
 	PORTCULLIS_LOAD_RATES="${RATES:-250,500,1000}" \
 	PORTCULLIS_LOAD_CPUPROFILE="${PROFILE:-}" \
 	PORTCULLIS_LOAD_ENFORCE="${ENFORCE:-}" \
+	PORTCULLIS_LOAD_RECORDING="${RECORDING:-1}" \
 	GOMAXPROCS=1 GOGC=400 taskset -c 0 "$tmp/load.test" -test.run '^TestWebhookLoad$' -test.v -test.timeout 10m

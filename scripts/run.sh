@@ -36,7 +36,7 @@ fi
 TOKEN="$(cat "$TOKEN_FILE" 2>/dev/null || echo '<shown once by the first `admin bootstrap` on this database>')"
 
 say "starting the gateway"
-bin/gateway --dev --state-dir "$STATE" \
+bin/gateway --dev --state-dir "$STATE" --decision-log \
   --webhook-addr "$WEBHOOK_ADDR" --admin-addr "$ADMIN_ADDR" --metrics-addr "$METRICS_ADDR" &
 GW=$!
 # The gateway stops with this script, also when a demo step fails.
@@ -58,7 +58,7 @@ DEMO="$STATE/demo"
 export PORTCULLIS_CONFIG="$(cd "$STATE" && pwd)/config.yaml"
 
 build_demo() {
-  local tenants clusters review
+  local tenants clusters review decisions
   say "admin login"
   bin/admin login --server "$ADMIN_URL" --token "$TOKEN" --ca-file "$CA"
 
@@ -101,6 +101,15 @@ build_demo() {
 
   say "sending the same two reviews to the webhook, as an apiserver would"
   bin/demo send --url "$WEBHOOK_URL/t/demo/validate" --ca "$CA" --dir "$DEMO"
+
+  # The gateway stores decisions in batches, within a fraction of a second.
+  say "admin decisions --tenant demo --since 1m"
+  for _ in $(seq 1 20); do
+    decisions="$(bin/admin decisions --tenant demo --since 1m)"
+    if ! grep -q '^No decisions' <<<"$decisions"; then break; fi
+    sleep 0.2
+  done
+  printf '%s\n' "$decisions"
 }
 
 if [ -s "$TOKEN_FILE" ]; then
@@ -123,7 +132,8 @@ Portcullis is running.
 
 Demo: tenant "demo" with cluster "kind-demo" (its apiserver files are in $DEMO),
 the 10 baseline policies from samples/baseline, and two sample reviews.
-Each webhook answer is logged as an "admission decision" line.
+Each answer is stored in the decisions table (see docs/decisions.md) and,
+under --decision-log, also logged as an "admission decision" line.
 
 Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
   export PORTCULLIS_CONFIG=$PORTCULLIS_CONFIG
@@ -133,6 +143,7 @@ Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
   bin/admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json --explain
   bin/admin history --tenant demo vap baseline-no-privileged
   bin/admin credential list --tenant demo --cluster kind-demo
+  bin/admin decisions --tenant demo --verdict denied
   bin/admin audit --tenant demo
   bin/admin help
 The webhook, as an apiserver calls it (allowed-pod.json or denied-pod.json):

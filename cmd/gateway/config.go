@@ -54,6 +54,18 @@ type Config struct {
 	// listener and the PEM that verifies its certificate.
 	PublicWebhookURL string
 	WebhookCABundle  string
+
+	// Decision recorder (internal/decisions): how long decisions are kept,
+	// the most rows per COPY, the bound of the in-memory queue, and whether
+	// each decision is also logged.
+	DecisionRetention time.Duration
+	DecisionBatchRows int
+	DecisionQueueSize int
+	DecisionLog       bool
+	// DecisionStore off keeps decisions out of the database (they are then
+	// only logged, under DecisionLog): for benchmarks that measure what
+	// storing costs, or a fleet whose log pipeline collects them.
+	DecisionStore bool
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
@@ -84,6 +96,11 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.PublicWebhookURL, "public-webhook-url", "", "https URL at which apiservers reach the webhook listener, for generated cluster artifacts (default: the listener's own address)")
 	fs.StringVar(&c.WebhookCABundle, "webhook-ca-bundle", "", "PEM file that verifies the webhook's serving certificate, for generated cluster artifacts (default: the development CA, else --tls-cert)")
 	fs.DurationVar(&c.PolicyResync, "policy-resync", 10*time.Second, "how often cached policy versions are checked against the database (at most 30s)")
+	fs.DurationVar(&c.DecisionRetention, "decision-retention", 30*24*time.Hour, "how long decisions are kept; older daily partitions are dropped (at least 24h)")
+	fs.IntVar(&c.DecisionBatchRows, "decision-batch-rows", 1000, "most decisions written by one COPY (a batch is also written every 200ms)")
+	fs.IntVar(&c.DecisionQueueSize, "decision-queue-size", 10_000, "decisions held in memory before they spill to --state-dir/decisions")
+	fs.BoolVar(&c.DecisionLog, "decision-log", false, "also log each decision as a JSON line")
+	fs.BoolVar(&c.DecisionStore, "decision-store", true, "store decisions in the database (false: only --decision-log keeps them)")
 	if err := envflag.Parse(fs, EnvPrefix, args, getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, usageError{fs}
@@ -137,6 +154,12 @@ func (c Config) Validate() error {
 		return errors.New("--public-webhook-url must be an https:// URL")
 	case c.MaxHeaderBytes < 4096:
 		return errors.New("--max-header-bytes must be at least 4096")
+	case c.DecisionRetention < 24*time.Hour:
+		return errors.New("--decision-retention must be at least 24h: decisions are kept in daily partitions")
+	case c.DecisionBatchRows < 1:
+		return errors.New("--decision-batch-rows must be at least 1")
+	case c.DecisionQueueSize < 1:
+		return errors.New("--decision-queue-size must be at least 1")
 	}
 	if c.OTLPEndpoint != "" {
 		if err := telemetry.ValidateEndpoint(c.OTLPEndpoint); err != nil {

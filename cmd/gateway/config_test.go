@@ -30,6 +30,21 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 		}},
+		{name: "decision defaults", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
+			if c.DecisionRetention != 720*time.Hour || c.DecisionBatchRows != 1000 || c.DecisionQueueSize != 10_000 || c.DecisionLog || !c.DecisionStore {
+				t.Fatalf("decision defaults: %+v", c)
+			}
+		}},
+		{name: "decision settings from the environment", env: map[string]string{"PORTCULLIS_DEV": "true", "PORTCULLIS_DATABASE_URL": db,
+			"PORTCULLIS_DECISION_RETENTION": "168h", "PORTCULLIS_DECISION_BATCH_ROWS": "500", "PORTCULLIS_DECISION_QUEUE_SIZE": "42", "PORTCULLIS_DECISION_LOG": "true"},
+			check: func(t *testing.T, c Config) {
+				if c.DecisionRetention != 168*time.Hour || c.DecisionBatchRows != 500 || c.DecisionQueueSize != 42 || !c.DecisionLog {
+					t.Fatalf("decision settings: %+v", c)
+				}
+			}},
+		{name: "retention under a day", args: []string{"--dev", "--database-url", db, "--decision-retention", "1h"}, wantErr: "--decision-retention must be at least 24h"},
+		{name: "zero batch", args: []string{"--dev", "--database-url", db, "--decision-batch-rows", "0"}, wantErr: "--decision-batch-rows must be at least 1"},
+		{name: "zero queue", args: []string{"--dev", "--database-url", db, "--decision-queue-size", "0"}, wantErr: "--decision-queue-size must be at least 1"},
 		{name: "no tls and no dev", args: []string{"--database-url", db}, wantErr: "--tls-cert and --tls-key are required (or --dev"},
 		{name: "cert without key", args: []string{"--tls-cert", "c.pem", "--database-url", db}, wantErr: "must be set together"},
 		{name: "no database", args: []string{"--dev"}, wantErr: "--database-url (PORTCULLIS_DATABASE_URL) is required"},

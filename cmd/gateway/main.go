@@ -100,10 +100,14 @@ type Main struct {
 	// inventory from memory.
 	Policies *policystore.Store
 	// Recorder receives one decision per webhook request; set it before Run
-	// to capture them (tests), else they are logged.
-	Recorder    decisions.Recorder
-	PolicyCache *policystore.Cache
-	Namespaces  *policystore.NamespaceCache
+	// to capture them (tests), else DecisionRecorder stores them.
+	Recorder decisions.Recorder
+	// DecisionRecorder writes decisions to the database (nil when Recorder
+	// was set); Decisions lists them and their stats for the admin API.
+	DecisionRecorder *decisions.PGRecorder
+	Decisions        *decisions.Store
+	PolicyCache      *policystore.Cache
+	Namespaces       *policystore.NamespaceCache
 	// AdminAPI serves /api/v1 on the admin listener.
 	AdminAPI *api.Server
 
@@ -206,6 +210,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.setupPolicies(bg); err != nil {
 		return err
 	}
+	if err := m.setupDecisions(bg); err != nil {
+		return err
+	}
 	m.setupWebhook()
 	if err := m.setupAdminAPI(); err != nil {
 		return err
@@ -276,6 +283,7 @@ func (m *Main) setupAdminAPI() error {
 		Tenancy:      m.Tenancy,
 		Policies:     m.Policies,
 		Audit:        auditlog.NewStore(m.Pool),
+		Decisions:    m.Decisions,
 		Logger:       m.Logger,
 		WebhookURL:   webhookURL,
 		CABundle:     ca,
@@ -290,12 +298,49 @@ func (m *Main) setupAdminAPI() error {
 }
 
 // recorder is where decisions go: Main.Recorder when a test set one, else
-// the log.
+// the database (unless --decision-store=false); also the log under
+// --decision-log.
 func (m *Main) recorder() decisions.Recorder {
-	if m.Recorder != nil {
-		return m.Recorder
+	var r decisions.Recorder
+	switch {
+	case m.Recorder != nil:
+		r = m.Recorder
+	case m.DecisionRecorder != nil:
+		r = m.DecisionRecorder
+	default:
+		// --decision-store=false: only the log, if asked for, keeps them.
+		r = decisions.Recorders{}
 	}
-	return decisions.LogRecorder{Logger: m.Logger}
+	if m.Config.DecisionLog {
+		return decisions.Recorders{r, decisions.LogRecorder{Logger: m.Logger}}
+	}
+	return r
+}
+
+// setupDecisions starts partition maintenance and, unless a test set
+// Main.Recorder, the database recorder. Spill files of an earlier run are
+// replayed in the background.
+func (m *Main) setupDecisions(bg context.Context) error {
+	m.Decisions = decisions.NewStore(m.Pool)
+	parts := &decisions.Partitions{Pool: m.Pool, Retention: m.Config.DecisionRetention, Logger: m.Logger}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); _ = parts.Run(bg) }()
+	if m.Recorder != nil || !m.Config.DecisionStore {
+		return nil
+	}
+	var err error
+	m.DecisionRecorder, err = decisions.NewPGRecorder(decisions.RecorderConfig{
+		Pool:       m.Pool,
+		SpillDir:   filepath.Join(m.Config.StateDir, "decisions"),
+		QueueSize:  m.Config.DecisionQueueSize,
+		BatchRows:  m.Config.DecisionBatchRows,
+		Registerer: m.Registry,
+		Logger:     m.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("decision recorder: %w", err)
+	}
+	return nil
 }
 
 // setupPolicies wires the policy store, its snapshot cache (one warm-up
@@ -450,6 +495,14 @@ func (m *Main) Close() error {
 	for _, ln := range []net.Listener{m.webhookLn, m.adminLn, m.metricsLn} {
 		if ln != nil {
 			_ = ln.Close()
+		}
+	}
+	// Every request is answered now, so every decision is handed over; the
+	// recorder writes them while the pool is still open, or spills them to
+	// disk if the database or the rest of the shutdown budget is gone.
+	if m.DecisionRecorder != nil {
+		if err := m.DecisionRecorder.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("decision recorder: %w", err))
 		}
 	}
 	if m.cancel != nil {

@@ -21,21 +21,6 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
-// recorderMetrics are registered by the decision recorder, which this
-// branch does not have yet. The dashboards already chart them.
-// Remove this allow-list when the recorder is merged: every dashboard
-// metric must then come from the real registry.
-var recorderMetrics = []string{
-	"portcullis_decisions_queued_total",
-	"portcullis_decisions_written_total",
-	"portcullis_decisions_spilled_total",
-	"portcullis_decisions_replayed_total",
-	"portcullis_decisions_dropped_total",
-	"portcullis_decisions_queue_depth",
-	"portcullis_decisions_spill_bytes",
-	"portcullis_decisions_batch_seconds_bucket",
-}
-
 // lenientPolicy errors on every Pod and fails open.
 const lenientPolicy = `
 apiVersion: admissionregistration.k8s.io/v1
@@ -61,7 +46,8 @@ spec:
 // exact counter deltas, promlint over the /metrics output, and every
 // metric the dashboards chart.
 func TestGatewayMetrics(t *testing.T) {
-	e := newE2E(t, pgtest.URL(t))
+	// The database recorder, so that its metrics are in the registry.
+	e := newRecordingE2E(t, pgtest.URL(t))
 	e.onboard()
 	applyAll(t, e.m, e.tenant.ID, lenientPolicy)
 	waitFor(t, "the lenient policy to load", func() bool {
@@ -162,10 +148,6 @@ func TestGatewayMetrics(t *testing.T) {
 		known := map[string]bool{"instance": true, "job": true}
 		for _, name := range refs.Metrics {
 			checked++
-			if slices.Contains(recorderMetrics, name) {
-				known["*"] = true // labels unknown until the recorder is merged
-				continue
-			}
 			labels := served[name]
 			if labels == nil {
 				t.Errorf("%s: panel %q reads %s, which the gateway does not serve", q.Dashboard, q.Where, name)
@@ -181,7 +163,7 @@ func TestGatewayMetrics(t *testing.T) {
 			}
 		}
 		for _, l := range refs.Grouping {
-			if !known[l] && !known["*"] {
+			if !known[l] {
 				t.Errorf("%s: panel %q groups by %s, which none of %q has", q.Dashboard, q.Where, l, refs.Metrics)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -23,6 +24,14 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 func (e *apiError) Unwrap() error { return e.err }
+
+func (e *apiError) status() metav1.Status {
+	st := newStatus(e.code, e.reason, e.msg)
+	if len(e.causes) > 0 {
+		st.Details = &metav1.StatusDetails{Causes: e.causes}
+	}
+	return st
+}
 
 func badRequest(format string, args ...any) *apiError {
 	return &apiError{code: http.StatusBadRequest, reason: metav1.StatusReasonBadRequest, msg: fmt.Sprintf(format, args...)}
@@ -60,14 +69,11 @@ func status(err error) (metav1.Status, bool) {
 		ae *apiError
 		te *tenancy.Error
 		pe *policystore.Error
+		de *decisions.Error
 	)
 	switch {
 	case errors.As(err, &ae):
-		st := newStatus(ae.code, ae.reason, ae.msg)
-		if len(ae.causes) > 0 {
-			st.Details = &metav1.StatusDetails{Causes: ae.causes}
-		}
-		return st, ae.code >= 500
+		return ae.status(), ae.code >= 500
 	case errors.As(err, &te):
 		code := te.HTTPStatus()
 		if code >= 500 {
@@ -83,6 +89,8 @@ func status(err error) (metav1.Status, bool) {
 		st := *pe.Status()
 		st.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
 		return st, st.Code >= 500
+	case errors.As(err, &de):
+		return invalidField(de.Field, "%s", de.Message).status(), false
 	case errors.Is(err, context.DeadlineExceeded):
 		return newStatus(http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "the request took too long; retry"), true
 	case errors.Is(err, context.Canceled):

@@ -15,6 +15,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
@@ -47,6 +48,7 @@ func newEnv(t *testing.T) *env {
 		Tenancy:    tenancy.NewStore(pool, ca),
 		Policies:   policystore.New(pool),
 		Audit:      auditlog.NewStore(pool),
+		Decisions:  decisions.NewStore(pool),
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		WebhookURL: "https://gateway.example:8443",
 		CABundle:   []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),

@@ -51,6 +51,7 @@ func (s *Server) routes() []route {
 		s.coreRoutes(),
 		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.auditRoutes(),
 		s.policyRoutes(),
+		s.decisionRoutes(),
 	} {
 		all = append(all, group...)
 	}

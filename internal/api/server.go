@@ -13,6 +13,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
@@ -24,7 +25,9 @@ type Server struct {
 	Tenancy  *tenancy.Store
 	Policies *policystore.Store
 	Audit    *auditlog.Store
-	Logger   *slog.Logger
+	// Decisions reads the decisions the webhook recorded.
+	Decisions *decisions.Store
+	Logger    *slog.Logger
 	// WebhookURL is the gateway's webhook listener as clusters reach it by
 	// default, for generated artifacts; CABundle is the PEM that verifies it.
 	WebhookURL string

@@ -72,6 +72,16 @@ type Recorder interface {
 	Record(*Decision)
 }
 
+// Recorders hands each decision to every recorder, in order.
+type Recorders []Recorder
+
+// Record implements Recorder.
+func (rs Recorders) Record(d *Decision) {
+	for _, r := range rs {
+		r.Record(d)
+	}
+}
+
 // LogRecorder writes each decision as one structured log line.
 type LogRecorder struct{ Logger *slog.Logger }
 

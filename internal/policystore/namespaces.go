@@ -182,6 +182,15 @@ func namespaceWriteError(err error, tenantID, clusterID int64) error {
 type Inventory struct {
 	mu sync.RWMutex
 	m  map[string]*corev1.Namespace
+	// pending holds what this replica learned and has not written yet. A
+	// reload from the database (an upload elsewhere, a reconnect) keeps
+	// these, so a learned namespace never vanishes between being learned
+	// and being stored.
+	pending map[string]*corev1.Namespace
+}
+
+func newInventory(m map[string]*corev1.Namespace) *Inventory {
+	return &Inventory{m: m, pending: map[string]*corev1.Namespace{}}
 }
 
 var _ evaluator.NamespaceLookup = (*Inventory)(nil)
@@ -205,6 +214,35 @@ func (inv *Inventory) Len() int {
 func (inv *Inventory) set(ns *corev1.Namespace) {
 	inv.mu.Lock()
 	inv.m[ns.Name] = ns
+	inv.mu.Unlock()
+}
+
+// learn sets ns and remembers it until written says it is stored.
+func (inv *Inventory) learn(ns *corev1.Namespace) {
+	inv.mu.Lock()
+	inv.m[ns.Name] = ns
+	inv.pending[ns.Name] = ns
+	inv.mu.Unlock()
+}
+
+// written forgets a learned namespace once its write has been attempted:
+// from then on the database (and its notifications) is the truth.
+func (inv *Inventory) written(ns *corev1.Namespace) {
+	inv.mu.Lock()
+	if inv.pending[ns.Name] == ns {
+		delete(inv.pending, ns.Name)
+	}
+	inv.mu.Unlock()
+}
+
+// replace swaps in a fresh load in place, so that holders of the inventory
+// see it, and keeps what is still pending.
+func (inv *Inventory) replace(m map[string]*corev1.Namespace) {
+	inv.mu.Lock()
+	for name, ns := range inv.pending {
+		m[name] = ns
+	}
+	inv.m = m
 	inv.mu.Unlock()
 }
 
@@ -281,7 +319,7 @@ func (n *NamespaceCache) Lookup(ctx context.Context, tenantID, clusterID int64) 
 	select {
 	case r := <-ch:
 		if r.Err != nil {
-			return &Inventory{m: map[string]*corev1.Namespace{}},
+			return newInventory(map[string]*corev1.Namespace{}),
 				&Error{Code: EUNAVAILABLE, Err: r.Err, Message: "namespace inventory unavailable"}
 		}
 		return r.Val.(*Inventory), nil
@@ -297,10 +335,15 @@ func (n *NamespaceCache) load(key clusterKey) (*Inventory, error) {
 	if err != nil {
 		return nil, err
 	}
-	inv := &Inventory{m: make(map[string]*corev1.Namespace, len(nss))}
+	m := make(map[string]*corev1.Namespace, len(nss))
 	for _, ns := range nss {
-		inv.m[ns.Name] = ns
+		m[ns.Name] = ns
 	}
+	if inv, ok := n.lru.Peek(key); ok {
+		inv.replace(m)
+		return inv, nil
+	}
+	inv := newInventory(m)
 	n.lru.Add(key, inv)
 	return inv, nil
 }
@@ -313,27 +356,30 @@ func (n *NamespaceCache) Learn(tenantID, clusterID int64, ns *corev1.Namespace) 
 	if err != nil {
 		return
 	}
-	if inv, ok := n.lru.Peek(clusterKey{tenantID, clusterID}); ok {
-		inv.set(c)
+	inv, ok := n.lru.Peek(clusterKey{tenantID, clusterID})
+	if ok {
+		inv.learn(c)
 	}
-	n.enqueue(func(ctx context.Context) error { return n.store.UpsertNamespace(ctx, tenantID, clusterID, c) })
+	n.enqueueLearned(inv, c, func(ctx context.Context) error { return n.store.UpsertNamespace(ctx, tenantID, clusterID, c) })
 }
 
 // LearnTerminating records an allowed DELETE of a namespace.
 func (n *NamespaceCache) LearnTerminating(tenantID, clusterID int64, name string) {
 	now := time.Now().UTC()
-	if inv, ok := n.lru.Peek(clusterKey{tenantID, clusterID}); ok {
+	inv, _ := n.lru.Peek(clusterKey{tenantID, clusterID})
+	var c *corev1.Namespace
+	if inv != nil {
 		if cur, ok := inv.Namespace(name); ok {
-			c := cur.DeepCopy()
+			c = cur.DeepCopy()
 			c.Status.Phase = corev1.NamespaceTerminating
 			if c.DeletionTimestamp == nil {
 				t := metav1.NewTime(now.Truncate(time.Second))
 				c.DeletionTimestamp = &t
 			}
-			inv.set(c)
+			inv.learn(c)
 		}
 	}
-	n.enqueue(func(ctx context.Context) error {
+	n.enqueueLearned(inv, c, func(ctx context.Context) error {
 		err := n.store.MarkNamespaceTerminating(ctx, tenantID, clusterID, name, now)
 		if ErrorCode(err) == ENOTFOUND {
 			return nil
@@ -342,11 +388,27 @@ func (n *NamespaceCache) LearnTerminating(tenantID, clusterID int64, name string
 	})
 }
 
-func (n *NamespaceCache) enqueue(fn func(context.Context) error) {
+// enqueueLearned queues the write of a learned namespace; once it has been
+// tried (or dropped), inv stops keeping ns across reloads. inv or ns may be
+// nil when nothing was set in memory.
+func (n *NamespaceCache) enqueueLearned(inv *Inventory, ns *corev1.Namespace, write func(context.Context) error) {
+	done := func() {
+		if inv != nil && ns != nil {
+			inv.written(ns)
+		}
+	}
+	if !n.enqueue(func(ctx context.Context) error { defer done(); return write(ctx) }) {
+		done()
+	}
+}
+
+func (n *NamespaceCache) enqueue(fn func(context.Context) error) bool {
 	select {
 	case n.queue <- fn:
+		return true
 	default:
 		n.dropped.Inc()
+		return false
 	}
 }
 

@@ -187,3 +187,51 @@ func startNamespaces(t *testing.T, url string) *NamespaceCache {
 	<-connected
 	return n
 }
+
+// A reload between learning a namespace and writing it (an upload
+// elsewhere, a reconnect) must not make the namespace vanish, and holders
+// of the inventory see the reload.
+func TestReloadKeepsPendingLearnedNamespace(t *testing.T) {
+	ctx := context.Background()
+	r := startReplica(t, pgtest.URL(t), CacheConfig{}, false)
+	// Not running: learned writes stay queued.
+	n, err := NewNamespaceCache(r.store, NamespaceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := newTenant(t, r.store.pool)
+	cluster := newCluster(t, r.store.pool, tenant)
+	if err := r.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := n.Lookup(ctx, tenant, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Learn(tenant, cluster, ns("team-x", nil))
+	if err := r.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("only", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.load(clusterKey{tenant, cluster}); err != nil {
+		t.Fatal(err)
+	}
+	_, learned := inv.Namespace("team-x")
+	_, only := inv.Namespace("only")
+	_, prod := inv.Namespace("prod")
+	if !learned || !only || prod {
+		t.Fatalf("after reload: team-x %v, only %v, prod %v; want true, true, false", learned, only, prod)
+	}
+	// Once written, the database is the truth again.
+	if err := (<-n.queue)(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.pending) != 0 {
+		t.Fatalf("pending after the write: %v", inv.pending)
+	}
+	if _, err := n.load(clusterKey{tenant, cluster}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := inv.Namespace("team-x"); !ok || inv.Len() != 2 {
+		t.Fatalf("after the write and a reload: team-x %v, %d namespaces", ok, inv.Len())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -154,9 +155,10 @@ func freeAddr(t *testing.T) string {
 
 // server is one webhook process pinned to its core.
 type server struct {
-	name string
-	url  string // the validate URL
-	cmd  *exec.Cmd
+	name    string
+	url     string // the validate URL
+	metrics string // the gateway's /metrics URL
+	cmd     *exec.Cmd
 }
 
 // pinned runs argv on core cpu with GOMAXPROCS=1 and extra environment.
@@ -196,18 +198,21 @@ func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *e
 	return cmd
 }
 
-func startGateway(t *testing.T, f *fixture, bin string, cpu int, pprofAddr string) *server {
+// startGateway runs the gateway binary as server name, with extra flags.
+func startGateway(t *testing.T, f *fixture, bin, name string, cpu int, pprofAddr string, extra ...string) *server {
 	t.Helper()
 	webhook, admin, metrics := freeAddr(t), freeAddr(t), freeAddr(t)
 	var env []string
 	if pprofAddr != "" {
 		env = append(env, "PORTCULLIS_LOAD_PPROF_ADDR="+pprofAddr)
 	}
-	cmd := pinned(t, "gateway", cpu, env, bin, "--dev", "--state-dir", filepath.Join(f.dir, "state"),
+	args := append([]string{bin, "--dev", "--state-dir", filepath.Join(f.dir, "state"),
 		"--database-url", f.dbURL, "--webhook-addr", webhook, "--admin-addr", admin,
-		"--metrics-addr", metrics, "--log-level", "warn", "--instance", "load")
-	waitHTTP(t, "gateway", "http://"+metrics+"/readyz", nil)
-	return &server{name: "gateway", url: "https://" + webhook + "/t/" + tenantName + "/validate", cmd: cmd}
+		"--metrics-addr", metrics, "--log-level", "warn", "--instance", "load"}, extra...)
+	cmd := pinned(t, name, cpu, env, args...)
+	waitHTTP(t, name, "http://"+metrics+"/readyz", nil)
+	return &server{name: name, url: "https://" + webhook + "/t/" + tenantName + "/validate", cmd: cmd,
+		metrics: "http://" + metrics + "/metrics"}
 }
 
 func startTrivial(t *testing.T, f *fixture, cpu int) *server {
@@ -282,4 +287,24 @@ type countingDialer struct {
 func (c *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	c.count.Add(1)
 	return c.d.DialContext(ctx, network, addr)
+}
+
+// recorderCounts reads the gateway's decision recorder counters from its
+// /metrics, to show that recording kept up (nothing spilled or dropped).
+func recorderCounts(s *server) string {
+	resp, err := http.Get(s.metrics)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, name := range []string{"queued", "written", "spilled", "replayed", "dropped"} {
+			if strings.HasPrefix(line, "portcullis_decisions_"+name+"_total ") {
+				out = append(out, name+" "+strings.Fields(line)[1])
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }

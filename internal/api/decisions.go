@@ -1,0 +1,86 @@
+package api
+
+import (
+	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/decisions"
+)
+
+var decisionWindow = []param{
+	{"since", "decisions at or after this time: RFC 3339, or a Go duration meaning that long ago (1h)"},
+	{"until", "decisions before this time: RFC 3339, or a Go duration meaning that long ago"},
+	{"cluster", "only this cluster's decisions"},
+}
+
+var decisionListParams = append(append([]param{}, decisionWindow...),
+	param{"verdict", "allowed, denied, warned, error or rejected"},
+	param{"policy", "decisions in which a binding of this policy matched"},
+	param{"namespace", "the request's namespace"},
+	param{"kind", "the object's kind (Pod)"},
+	param{"user", "the requesting user's name"},
+	param{apiv1.QueryLimit, "page size (default 50, at most 500)"},
+	param{apiv1.QueryContinue, "the cursor returned as `continue` by the previous page"},
+)
+
+var decisionStatsParams = append(append([]param{}, decisionWindow...),
+	param{"bucket", "bucket size, a whole number of minutes as a Go duration (1m, 1h, 24h); default 1h"},
+)
+
+func (s *Server) decisionRoutes() []route {
+	return []route{
+		{method: "GET", path: "/api/v1/tenants/{tenant}/decisions", summary: "The tenant's admission decisions, newest first",
+			access: tenantViewer, query: decisionListParams, response: decisions.Page{}, handle: s.listDecisions},
+		{method: "GET", path: "/api/v1/tenants/{tenant}/decisions/stats",
+			summary: "Counts of the tenant's decisions by verdict, denying policy and cluster, in time buckets",
+			access:  tenantViewer, query: decisionStatsParams, response: decisions.Stats{}, handle: s.decisionStats},
+	}
+}
+
+func (s *Server) listDecisions(c *call) error {
+	f := decisions.Filter{
+		Verdict: c.query("verdict"), Cluster: c.query("cluster"), Policy: c.query("policy"),
+		Namespace: c.query("namespace"), Kind: c.query("kind"), User: c.query("user"),
+		Cursor: c.query(apiv1.QueryContinue),
+	}
+	var err error
+	if f.Since, f.Until, err = decisionTimes(c); err != nil {
+		return err
+	}
+	limit, err := c.queryInt(apiv1.QueryLimit, 0)
+	if err != nil {
+		return err
+	}
+	f.Limit = int(limit)
+	page, err := s.Decisions.List(c.ctx(), c.tenant.ID, f)
+	if err != nil {
+		return err
+	}
+	return c.json(page)
+}
+
+func (s *Server) decisionStats(c *call) error {
+	q := decisions.StatsQuery{Cluster: c.query("cluster")}
+	var err error
+	if q.Since, q.Until, err = decisionTimes(c); err != nil {
+		return err
+	}
+	if b := c.query("bucket"); b != "" {
+		if q.Bucket, err = time.ParseDuration(b); err != nil {
+			return invalidField("bucket", "must be a Go duration (1m, 1h, 24h), not %q", b)
+		}
+	}
+	stats, err := s.Decisions.Stats(c.ctx(), c.tenant.ID, q)
+	if err != nil {
+		return err
+	}
+	return c.json(stats)
+}
+
+func decisionTimes(c *call) (since, until time.Time, err error) {
+	if since, err = queryTime(c, "since"); err != nil {
+		return
+	}
+	until, err = queryTime(c, "until")
+	return
+}

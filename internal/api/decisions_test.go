@@ -1,0 +1,118 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+)
+
+// recordDecisions stores ds through the real recorder.
+func (e *env) recordDecisions(ds ...*decisions.Decision) {
+	e.t.Helper()
+	r, err := decisions.NewPGRecorder(decisions.RecorderConfig{Pool: e.pool, SpillDir: e.t.TempDir(),
+		Registerer: prometheus.NewRegistry(), FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, d := range ds {
+		r.Record(d)
+	}
+	if err := r.Close(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) decision(tenantName string, tenantID int64, cluster string, at time.Time, deniedBy string) *decisions.Decision {
+	d := &decisions.Decision{ID: uuid.Must(uuid.NewV7()).String(), Time: at.UTC(), Instance: "test",
+		TenantID: tenantID, TenantName: tenantName, ClusterID: 1, ClusterName: cluster,
+		UID: uuid.NewString(), Operation: "CREATE", Version: "v1", Resource: "pods", Kind: "Pod",
+		Namespace: "shop", Name: "web", UserName: "alice", Verdict: decisions.VerdictAllowed, HTTPStatus: 200,
+		Bindings: []evaluator.BindingResult{{Policy: "require-team", Binding: "require-team", Outcome: evaluator.OutcomePass}}}
+	if deniedBy != "" {
+		d.Verdict, d.Code, d.Message = decisions.VerdictDenied, 403, "denied by "+deniedBy
+		d.Bindings = append(d.Bindings, evaluator.BindingResult{Policy: deniedBy, Binding: deniedBy,
+			Outcome: evaluator.OutcomeViolation, Denied: true})
+	}
+	return d
+}
+
+func TestDecisionRoutes(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.recordDecisions(
+		e.decision("a", e.tenantA.ID, "c1", now.Add(-3*time.Minute), ""),
+		e.decision("a", e.tenantA.ID, "c1", now.Add(-2*time.Minute), ""),
+		e.decision("a", e.tenantA.ID, "c2", now.Add(-time.Minute), "no-privileged"),
+		e.decision("b", e.tenantB.ID, "c1", now.Add(-time.Minute), "no-privileged"),
+	)
+
+	list := func(token, query string) decisions.Page {
+		t.Helper()
+		var p decisions.Page
+		e.doJSON(token, "GET", "/api/v1/tenants/a/decisions"+query, nil, http.StatusOK, &p)
+		return p
+	}
+	if p := list(e.viewerA, ""); len(p.Items) != 3 || p.Items[0].Verdict != "denied" || p.Continue != "" {
+		t.Fatalf("all: %+v", p)
+	}
+	for query, want := range map[string]int{
+		"?verdict=denied": 1, "?policy=no-privileged": 1, "?policy=require-team": 3, "?cluster=c1": 2,
+		"?since=90s": 1, "?until=90s": 2, "?user=bob": 0, "?namespace=shop&kind=Pod": 3,
+	} {
+		if p := list(e.operator, query); len(p.Items) != want {
+			t.Errorf("%s: %d items, want %d", query, len(p.Items), want)
+		}
+	}
+	first := list(e.adminA, "?limit=2")
+	if len(first.Items) != 2 || first.Continue == "" {
+		t.Fatalf("page 1: %+v", first)
+	}
+	second := list(e.adminA, "?limit=2&continue="+first.Continue)
+	if len(second.Items) != 1 || second.Continue != "" || second.Items[0].ID == first.Items[1].ID {
+		t.Fatalf("page 2: %+v", second)
+	}
+
+	// Tenant b sees its own decision only.
+	var pb decisions.Page
+	e.doJSON(e.adminB, "GET", "/api/v1/tenants/b/decisions", nil, http.StatusOK, &pb)
+	if len(pb.Items) != 1 || pb.Items[0].Tenant != "b" {
+		t.Fatalf("tenant b: %+v", pb)
+	}
+
+	var st decisions.Stats
+	e.doJSON(e.viewerA, "GET", "/api/v1/tenants/a/decisions/stats?since=1h&bucket=1h", nil, http.StatusOK, &st)
+	var total, denied, byPolicy int64
+	for _, b := range st.Buckets {
+		total += b.Total
+		denied += b.Verdicts["denied"]
+		byPolicy += b.DeniedBy["no-privileged"]
+	}
+	if total != 3 || denied != 1 || byPolicy != 1 {
+		t.Fatalf("stats: total %d denied %d by policy %d: %+v", total, denied, byPolicy, st)
+	}
+
+	for _, tt := range []struct{ path, field string }{
+		{"/api/v1/tenants/a/decisions?verdict=maybe", "verdict"},
+		{"/api/v1/tenants/a/decisions?since=yesterday", "since"},
+		{"/api/v1/tenants/a/decisions?limit=x", "limit"},
+		{"/api/v1/tenants/a/decisions?limit=100000", "limit"},
+		{"/api/v1/tenants/a/decisions?continue=garbage", "continue"},
+		{"/api/v1/tenants/a/decisions?since=1m&until=1h", "since"},
+		{"/api/v1/tenants/a/decisions/stats?bucket=90s", "bucket"},
+		{"/api/v1/tenants/a/decisions/stats?bucket=soon", "bucket"},
+	} {
+		code, raw := e.do(e.viewerA, "GET", tt.path, nil)
+		_, _, _, causes := statusOf(t, raw)
+		if code != http.StatusUnprocessableEntity || len(causes) != 1 || !strings.HasPrefix(causes[0], tt.field+": ") {
+			t.Errorf("%s = %d %s, want 422 on %s", tt.path, code, raw, tt.field)
+		}
+	}
+}

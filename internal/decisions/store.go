@@ -1,0 +1,182 @@
+package decisions
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store reads a tenant's decisions.
+type Store struct{ pool *pgxpool.Pool }
+
+// NewStore returns a Store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Page sizes of List.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Filter selects decisions for List. Zero fields do not filter. Since is
+// inclusive and Until exclusive. Policy matches a decision in which one of
+// the policy's bindings matched. Cursor is Page.Continue of the page before.
+type Filter struct {
+	Since, Until time.Time
+	Verdict      string
+	Cluster      string
+	Policy       string
+	Namespace    string
+	Kind         string
+	User         string
+	Limit        int
+	Cursor       string
+}
+
+// cursor is the position after the last item of a page, newest first.
+type cursor struct {
+	Time time.Time `json:"t"`
+	ID   string    `json:"i"`
+}
+
+func (c cursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err == nil {
+		_, err = uuid.Parse(c.ID)
+	}
+	if err != nil || c.Time.IsZero() {
+		return c, invalid("continue", "not a cursor returned by a previous page")
+	}
+	return c, nil
+}
+
+func validVerdict(v string) bool {
+	switch Verdict(v) {
+	case VerdictAllowed, VerdictDenied, VerdictWarned, VerdictError, VerdictRejected:
+		return true
+	}
+	return false
+}
+
+func checkRange(since, until time.Time) error {
+	if !since.IsZero() && !until.IsZero() && since.After(until) {
+		return invalid("since", "since is after until")
+	}
+	return nil
+}
+
+// List returns the tenant's decisions that match f, newest first.
+func (s *Store) List(ctx context.Context, tenantID int64, f Filter) (Page, error) {
+	limit := f.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultLimit
+	case limit < 0 || limit > MaxLimit:
+		return Page{}, invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxLimit))
+	}
+	if err := checkRange(f.Since, f.Until); err != nil {
+		return Page{}, err
+	}
+	if f.Verdict != "" && !validVerdict(f.Verdict) {
+		return Page{}, invalid("verdict", "must be one of allowed, denied, warned, error, rejected")
+	}
+	where := []string{"tenant_id = $1"}
+	args := []any{tenantID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if !f.Since.IsZero() {
+		add("time >= $%d", f.Since)
+	}
+	if !f.Until.IsZero() {
+		add("time < $%d", f.Until)
+	}
+	if f.Verdict != "" {
+		add("verdict = $%d", f.Verdict)
+	}
+	if f.Cluster != "" {
+		add("cluster = $%d", f.Cluster)
+	}
+	if f.Policy != "" {
+		add("policies @> ARRAY[$%d::text]", f.Policy)
+	}
+	if f.Namespace != "" {
+		add("namespace = $%d", f.Namespace)
+	}
+	if f.Kind != "" {
+		add("kind = $%d", f.Kind)
+	}
+	if f.User != "" {
+		add("user_name = $%d", f.User)
+	}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		args = append(args, c.Time, c.ID)
+		where = append(where, fmt.Sprintf("(time, id) < ($%d, $%d::uuid)", len(args)-1, len(args)))
+	}
+	args = append(args, limit+1)
+	sql := fmt.Sprintf(`SELECT %s FROM decisions WHERE %s ORDER BY time DESC, id DESC LIMIT $%d`,
+		recordColumns, strings.Join(where, " AND "), len(args))
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return Page{}, err
+	}
+	items, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Items: items}
+	if len(items) > limit {
+		page.Items = items[:limit]
+		last := page.Items[limit-1]
+		page.Continue = cursor{Time: last.Time, ID: last.ID}.encode()
+	}
+	return page, nil
+}
+
+const recordColumns = `id, time, tenant, cluster, uid, operation, api_group, api_version, resource,
+	subresource, kind, namespace, name, user_name, user_groups, dry_run, verdict, http_status, code,
+	reason, message, warnings, audit_annotations, bindings, latency_ms, instance, snapshot_version`
+
+func scanRecord(row pgx.CollectableRow) (Record, error) {
+	var r Record
+	var id pgtype.UUID
+	var ann, bindings []byte
+	err := row.Scan(&id, &r.Time, &r.Tenant, &r.Cluster, &r.UID, &r.Operation, &r.Group, &r.Version,
+		&r.Resource, &r.SubResource, &r.Kind, &r.Namespace, &r.Name, &r.UserName, &r.UserGroups, &r.DryRun,
+		&r.Verdict, &r.HTTPStatus, &r.Code, &r.Reason, &r.Message, &r.Warnings, &ann, &bindings,
+		&r.LatencyMs, &r.Instance, &r.SnapshotVersion)
+	if err != nil {
+		return r, err
+	}
+	r.ID = uuid.UUID(id.Bytes).String()
+	r.Time = r.Time.UTC()
+	if err := json.Unmarshal(ann, &r.AuditAnnotations); err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(bindings, &r.Bindings); err != nil {
+		return r, err
+	}
+	return r, nil
+}
