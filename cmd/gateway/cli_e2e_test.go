@@ -283,6 +283,31 @@ func TestCLINewcomerPath(t *testing.T) {
 			t.Fatalf("%s review: admin test and the webhook disagree on the message:\n%+v\n%+v", name, fromCLI.Response.Status, fromWebhook.Result)
 		}
 	}
+	// The webhook's decisions, as the gateway stored them.
+	var denied string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		denied = a.ok("decisions", "--tenant", "acme", "--verdict", "denied", "--namespace", "shop", "--since", "1h")
+		if strings.Contains(denied, "baseline-no-host-namespaces") || time.Now().After(deadline) {
+			break
+		}
+	}
+	golden(t, "decisions-denied.txt", denied, true)
+	var decisions struct {
+		Items []struct {
+			UID, Verdict, Cluster string
+		}
+	}
+	if err := json.Unmarshal([]byte(a.ok("decisions", "--tenant", "acme", "--cluster", "prod-eu", "-o", "json")), &decisions); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]string{}
+	for _, d := range decisions.Items {
+		verdicts[d.UID] = d.Verdict
+	}
+	if verdicts["good-1"] != "allowed" || verdicts["bad-1"] != "denied" {
+		t.Fatalf("decisions -o json: %+v", decisions.Items)
+	}
+	a.fails(1, `tenant "initech" not found`, "decisions", "--tenant", "initech")
 	golden(t, "test-bad-explain.txt", a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", "bad-review.json", "--explain"), false)
 	// A bare object is reviewed as a CREATE.
 	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", filepath.Join(samples, "pod.json")); out != "allowed\n" {

@@ -68,6 +68,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{"decisions bad since", with("decisions", "--tenant", "t", "--since", "yesterday"), 2, `--since "yesterday"`},
 		{"decisions bad verdict", with("decisions", "--tenant", "t", "--verdict", "deny"), 2, `--verdict "deny"`},
 		{"decisions bad limit", with("decisions", "--tenant", "t", "--limit", "0"), 2, "--limit 0"},
+		{"decisions limit too large", with("decisions", "--tenant", "t", "--limit", "501"), 2, "--limit 501: want 1 to 500"},
 		{"token create bad role", with("token", "create", "--name", "n", "--role", "root"), 2, `--role "root"`},
 		{"unknown flag", with("tenant", "list", "--tenat", "x"), 2, "flag provided but not defined: -tenat"},
 		{"server unreachable", with("tenant", "list"), 1, "connect"},
@@ -356,11 +357,18 @@ func TestObjectAndDecisionTables(t *testing.T) {
 	b.WriteString("--\n")
 	printDecisions(&b, now, []decision{{Time: now.Add(-2 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod",
 		Namespace: "shop", Name: "api-x", UserName: "system:serviceaccount:kube-system:replicaset-controller", Verdict: "denied",
-		Message: strings.Repeat("privileged containers are not allowed ", 3),
+		Message: `pods "api-x" is forbidden: ValidatingAdmissionPolicy 'baseline-no-privileged' with binding 'baseline-no-privileged' denied request: ` +
+			strings.Repeat("privileged containers are not allowed ", 3),
 		Bindings: []struct {
 			Policy string `json:"policy"`
 			Denied bool   `json:"denied"`
-		}{{Policy: "baseline-no-privileged", Denied: true}, {Policy: "baseline-required-labels"}}}})
+		}{{Policy: "baseline-no-privileged", Denied: true}, {Policy: "baseline-required-labels"}}},
+		{Time: now.Add(-3 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod", Namespace: "shop", Name: "api-y",
+			UserName: "alice", Verdict: "denied", Message: "three policies",
+			Bindings: []struct {
+				Policy string `json:"policy"`
+				Denied bool   `json:"denied"`
+			}{{Policy: "a", Denied: true}, {Policy: "b", Denied: true}, {Policy: "c", Denied: true}}}})
 	b.WriteString("--\n")
 	before, after := int64(3), int64(4)
 	printAudit(&b, now, []auditEntry{{Time: now.Add(-time.Minute), Actor: "ops", Tenant: "acme", Action: "apply", Kind: "ValidatingAdmissionPolicy",
@@ -378,6 +386,7 @@ No params found.
 --
 VERDICT   CLUSTER   OPERATION   KIND   NAMESPACE   NAME    USER                                                      DENIED BY                MESSAGE                                                        AGE
 denied    prod-eu   CREATE      Pod    shop        api-x   system:serviceaccount:kube-system:replicaset-controller   baseline-no-privileged   privileged containers are not allowed privileged containe...   2m
+denied    prod-eu   CREATE      Pod    shop        api-y   alice                                                     a,b,+1 more              three policies                                                 3m
 --
 ACTOR   TENANT   ACTION            KIND                        NAMESPACE   NAME     VERSION   AGE
 ops     acme     apply (dry run)   ValidatingAdmissionPolicy   <none>      limits   3 -> 4    60s

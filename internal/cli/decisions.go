@@ -44,12 +44,15 @@ func timeFlag(name, v string) error {
 	return usageErr("--%s %q: want a duration (1h, meaning an hour ago) or an RFC3339 time", name, v)
 }
 
-func limitFlag(n int) error {
-	if n < 1 || n > apiv1.MaxLimit {
-		return usageErr("--limit %d: want 1 to %d", n, apiv1.MaxLimit)
+func limitFlag(n, max int) error {
+	if n < 1 || n > max {
+		return usageErr("--limit %d: want 1 to %d", n, max)
 	}
 	return nil
 }
+
+// maxDecisions is the largest page of decisions the server gives.
+const maxDecisions = 500
 
 func cmdDecisions(e *env, args []string) error {
 	f := e.newFlags("decisions")
@@ -81,7 +84,7 @@ func cmdDecisions(e *env, args []string) error {
 	default:
 		return usageErr("--verdict %q: use allowed, denied, warned, error or rejected", *verdict)
 	}
-	if err := limitFlag(*limit); err != nil {
+	if err := limitFlag(*limit, maxDecisions); err != nil {
 		return err
 	}
 	cl, err := e.connect(c)
@@ -117,10 +120,24 @@ func printDecisions(w io.Writer, now time.Time, ds []decision) error {
 				by = append(by, b.Policy)
 			}
 		}
+		if len(by) > 2 {
+			by = append(by[:2], fmt.Sprintf("+%d more", len(by)-2))
+		}
 		t.row(d.Verdict, d.Cluster, d.Operation, d.Kind, d.Namespace, d.Name, d.UserName, strings.Join(by, ","),
-			truncate(d.Message, 60), age(now, d.Time))
+			truncate(shortMessage(d.Message), 60), age(now, d.Time))
 	}
 	return t.flush()
+}
+
+// shortMessage drops the preamble the apiserver's message format puts
+// before what a policy said: `pods "x" is forbidden: ValidatingAdmissionPolicy
+// 'p' with binding 'b' denied request: `.
+func shortMessage(m string) string {
+	const marker = "denied request: "
+	if i := strings.LastIndex(m, marker); i >= 0 {
+		return m[i+len(marker):]
+	}
+	return m
 }
 
 func truncate(s string, n int) string {
@@ -163,7 +180,7 @@ func cmdAudit(e *env, args []string) error {
 	if err := timeFlag("until", *until); err != nil {
 		return err
 	}
-	if err := limitFlag(*limit); err != nil {
+	if err := limitFlag(*limit, apiv1.MaxLimit); err != nil {
 		return err
 	}
 	cl, err := e.connect(c)
