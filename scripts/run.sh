@@ -58,7 +58,7 @@ DEMO="$STATE/demo"
 export PORTCULLIS_CONFIG="$(cd "$STATE" && pwd)/config.yaml"
 
 build_demo() {
-  local tenants clusters review decisions
+  local tenants clusters review since decisions
   say "admin login"
   bin/admin login --server "$ADMIN_URL" --token "$TOKEN" --ca-file "$CA"
 
@@ -100,12 +100,13 @@ build_demo() {
   done
 
   say "sending the same two reviews to the webhook, as an apiserver would"
+  since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   bin/demo send --url "$WEBHOOK_URL/t/demo/validate" --ca "$CA" --dir "$DEMO"
 
   # The gateway stores decisions in batches, within a fraction of a second.
-  say "admin decisions --tenant demo --since 1m"
+  say "admin decisions --tenant demo --since $since"
   for _ in $(seq 1 20); do
-    decisions="$(bin/admin decisions --tenant demo --since 1m)"
+    decisions="$(bin/admin decisions --tenant demo --since "$since")"
     if ! grep -q '^No decisions' <<<"$decisions"; then break; fi
     sleep 0.2
   done
