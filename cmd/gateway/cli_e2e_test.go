@@ -197,6 +197,8 @@ func TestCLINewcomerPath(t *testing.T) {
 	(&adminCLI{t: t, env: map[string]string{"HOME": work, "PORTCULLIS_TOKEN": "adm_wrong"}}).fails(1, "Unauthorized", "tenant", "list")
 	(&adminCLI{t: t, env: map[string]string{"HOME": t.TempDir()}}).fails(2, "admin login --server URL --token T", "tenant", "list")
 	a.fails(1, "checking the token", "login", "--server", e.m.AdminURL(), "--token", "adm_wrong", "--ca-file", e.m.CAFile)
+	(&adminCLI{t: t, env: map[string]string{"HOME": t.TempDir()}}).fails(1, "pass the CA that signed it with --ca-file",
+		"login", "--server", e.m.AdminURL(), "--token", operator)
 
 	// Tenant and cluster.
 	golden(t, "tenant-create.txt", a.ok("tenant", "create", "acme", "--display-name", "Acme Corp"), false)

@@ -241,6 +241,10 @@ func (c *client) do(e *env, r request) ([]byte, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
+		var unknownCA x509.UnknownAuthorityError
+		if errors.As(err, &unknownCA) {
+			return nil, fmt.Errorf("%s %s: %w (pass the CA that signed it with --ca-file, PORTCULLIS_CA_FILE or admin login)", r.method, c.base.Host, err)
+		}
 		return nil, fmt.Errorf("%s %s: %w", r.method, c.base.Host, err)
 	}
 	defer resp.Body.Close()
