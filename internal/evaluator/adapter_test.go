@@ -7,6 +7,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 )
 
 // The caching adapter must produce the same concrete CEL values as the
@@ -55,5 +56,16 @@ func TestCachingAdapterMatchesDefault(t *testing.T) {
 	cs := spec.(traits.Mapper).Get(types.String("containers"))
 	if cs != spec.(traits.Mapper).Get(types.String("containers")) {
 		t.Fatal("nested list converted twice")
+	}
+}
+
+func TestUnescapeMatchesTheApiserver(t *testing.T) {
+	for _, s := range []string{"", "a", "team_name", "a_b_", "_x_", "x__dash__y", "__dot__", "__int__", "__if__x",
+		"a__b", "__underscores__", "ünï__slash__cödé", "__", "___", "a__bogus__b"} {
+		got, gotOK := unescape(s)
+		want, wantOK := apiservercel.Unescape(s)
+		if got != want || gotOK != wantOK {
+			t.Errorf("unescape(%q) = %q %v, apiserver %q %v", s, got, gotOK, want, wantOK)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package evaluator
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -98,7 +99,7 @@ func (m *varMap) Find(key ref.Val) (ref.Val, bool) {
 	if !ok {
 		return types.MaybeNoSuchOverloadErr(n), true
 	}
-	name, ok := apiservercel.Unescape(n.Value().(string))
+	name, ok := unescape(string(n))
 	if !ok {
 		return nil, false
 	}
@@ -151,3 +152,13 @@ func (i *varMapIterator) Next() ref.Val {
 }
 
 var _ traits.Iterator = (*varMapIterator)(nil)
+
+// unescape is apiservercel.Unescape without its regular expression where
+// it cannot match: every escape sequence contains "__", and a name without
+// one comes back unchanged. Variable lookups are on the hot path.
+func unescape(s string) (string, bool) {
+	if !strings.Contains(s, "__") {
+		return s, true
+	}
+	return apiservercel.Unescape(s)
+}

@@ -37,6 +37,24 @@ type ApplyOutcome struct {
 // errDryRun rolls back a dry run's transaction once its results are known.
 var errDryRun = errors.New("dry run")
 
+// inTxDry runs fn in a transaction that is rolled back when dryRun, so
+// that a dry run sees exactly what the write would have done.
+func (s *Store) inTxDry(ctx context.Context, dryRun bool, fn func(pgx.Tx) error) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if dryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if errors.Is(err, errDryRun) {
+		return nil
+	}
+	return err
+}
+
 // ApplyAll creates or updates every document (one YAML or JSON object each)
 // in one transaction: if any is refused, nothing is written. Each document
 // is validated as Apply validates it; a refusal is one EINVALID error whose
@@ -59,7 +77,7 @@ func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, doc
 		out     []ApplyOutcome
 		version int64
 	)
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTxDry(ctx, dryRun, func(tx pgx.Tx) error {
 		// The head lock first, as in write: VersionBefore must be the
 		// version this apply replaces, not one a concurrent writer
 		// replaced a moment ago.
@@ -107,17 +125,8 @@ func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, doc
 		if err := paramWarnings(ctx, tx, tenantID, ds, out); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT version FROM policy_heads WHERE tenant_id = $1`, tenantID).Scan(&version); err != nil {
-			return err
-		}
-		if dryRun {
-			return errDryRun
-		}
-		return nil
+		return tx.QueryRow(ctx, `SELECT version FROM policy_heads WHERE tenant_id = $1`, tenantID).Scan(&version)
 	})
-	if errors.Is(err, errDryRun) {
-		err = nil
-	}
 	if err != nil {
 		return nil, 0, err
 	}

@@ -126,7 +126,7 @@ func (s *Store) DeleteObject(ctx context.Context, tenantID int64, author string,
 		out    *Version
 		before int64
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTxDry(ctx, dryRun, func(tx pgx.Tx) error {
 		version, err := s.bumpVersion(ctx, tx, tenantID)
 		if err != nil {
 			return err
@@ -150,17 +150,8 @@ func (s *Store) DeleteObject(ctx context.Context, tenantID int64, author string,
 		}
 		out = &Version{Ref: ref, APIVersion: cur.APIVersion, Version: version, Operation: OpDelete,
 			Author: author, CreatedAt: now}
-		if err := insertVersion(ctx, tx, tenantID, out, nil); err != nil {
-			return err
-		}
-		if dryRun {
-			return errDryRun
-		}
-		return nil
+		return insertVersion(ctx, tx, tenantID, out, nil)
 	})
-	if errors.Is(err, errDryRun) {
-		err = nil
-	}
 	if err != nil {
 		return nil, 0, err
 	}
