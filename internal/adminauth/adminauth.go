@@ -106,10 +106,18 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 	var tenantName *string
 	// The lookup is by hash: an index probe on a SHA-256 leaks nothing
 	// useful about the secret through timing.
+	// last_used_at is written at most once a minute per token, in the same
+	// round trip, so that busy scripts do not turn every call into a write.
 	err := s.pool.QueryRow(ctx, `
-		SELECT k.id, k.name, k.role, k.expires_at, k.tenant_id, t.name
-		FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id
-		WHERE k.token_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`,
+		WITH k AS (
+			SELECT k.id, k.name, k.role, k.expires_at, k.tenant_id, t.name AS tenant, k.last_used_at
+			FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id
+			WHERE k.token_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+		), used AS (
+			UPDATE admin_tokens SET last_used_at = now()
+			WHERE id = (SELECT id FROM k) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+		)
+		SELECT id, name, role, expires_at, tenant_id, tenant FROM k`,
 		Hash(token)).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt, &tenantID, &tenantName)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated

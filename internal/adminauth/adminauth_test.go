@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
@@ -53,6 +54,10 @@ func TestBootstrapOnceAndAuthenticate(t *testing.T) {
 	p, err := s.Authenticate(ctx, token)
 	if err != nil || p.Role != adminauth.RoleOperator {
 		t.Fatalf("Authenticate(valid) = %+v, %v", p, err)
+	}
+	var lastUsed *time.Time
+	if err := pool.QueryRow(ctx, `SELECT last_used_at FROM admin_tokens`).Scan(&lastUsed); err != nil || lastUsed == nil {
+		t.Fatalf("last_used_at after a use = %v, %v", lastUsed, err)
 	}
 	for name, bad := range map[string]string{
 		"empty":        "",

@@ -11,10 +11,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
@@ -86,6 +88,13 @@ func (c *call) decode(v any) error {
 	if dec.More() {
 		return badRequest("invalid JSON body: more than one JSON value")
 	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return badRequest("invalid JSON body: %v", err)
+	}
+	if errs := policystore.TextErrors(nil, generic); len(errs) > 0 {
+		return invalidField(errs[0].Field, "%s", errs[0].Detail)
+	}
 	return nil
 }
 
@@ -146,6 +155,10 @@ func (s *Server) handle(rt route) http.Handler {
 				s.writeError(w, r, errors.New("panic"))
 			}
 		}()
+		if err := checkText(c); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if err := s.authorize(c); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -239,4 +252,25 @@ func page[T any](c *call, items []T, key func(T) string) (apiv1.List[T], error) 
 		out.Continue = encodeCursor(key(items[end-1]))
 	}
 	return out, nil
+}
+
+// checkText refuses path segments and query parameters that are not valid
+// UTF-8 or hold a NUL: PostgreSQL cannot compare text with them, so they
+// would otherwise fail as internal errors. No name can contain them, so a
+// path segment is answered as not found.
+func checkText(c *call) error {
+	ok := func(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
+	for _, m := range pathParam.FindAllStringSubmatch(c.rt.path, -1) {
+		if v := c.r.PathValue(m[1]); !ok(v) {
+			return notFound("no %s named %q", m[1], v)
+		}
+	}
+	for name, vs := range c.r.URL.Query() {
+		for _, v := range vs {
+			if !ok(name) || !ok(v) {
+				return invalidField(strings.ToValidUTF8(name, "\ufffd"), "must be valid UTF-8 without NUL characters")
+			}
+		}
+	}
+	return nil
 }

@@ -1,11 +1,16 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/adminauth"
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
 // fillPath puts concrete values in a route's wildcards: tenant a, and a
@@ -154,5 +159,65 @@ func TestUnknownRouteIsAStatus(t *testing.T) {
 	var v map[string]any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Text PostgreSQL cannot store or compare (NUL, invalid UTF-8) is refused
+// as bad input wherever a client can send it, never a 500.
+func TestTextPostgresCannotHoldIsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.cluster(e.tenantA.ID, "prod")
+	for _, tt := range []struct {
+		name, method, path string
+		body               any
+		code               int
+		field              string
+	}{
+		{"invalid UTF-8 in a path", "GET", "/api/v1/tenants/a/clusters/%ff", nil, 404, ""},
+		{"NUL in a path", "GET", "/api/v1/tenants/a/objects/vap/x%00", nil, 404, ""},
+		{"NUL in the tenant", "GET", "/api/v1/tenants/%00/clusters", nil, 404, ""},
+		{"NUL in a query", "GET", "/api/v1/tenants/a/audit?actor=%00", nil, 422, "actor"},
+		{"invalid UTF-8 in a query", "GET", "/api/v1/tenants/a/decisions?user=%ff", nil, 422, "user"},
+		{"NUL in a JSON body", "POST", "/api/v1/tenants/a/clusters/prod/credentials",
+			`{"type": "token", "description": "a\u0000b"}`, 422, "description"},
+		{"NUL in an applied object", "POST", "/api/v1/tenants/a/apply",
+			`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": "a\u0000b"}}`, 422, "documents[0].data.k"},
+		{"NUL in a namespace", "PUT", "/api/v1/tenants/a/clusters/prod/namespaces",
+			`{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "annotations": {"a": "\u0000"}}}`, 422, "metadata.annotations.a"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, raw := e.do(e.adminA, tt.method, tt.path, tt.body)
+			_, _, _, causes := statusOf(t, raw)
+			if code != tt.code {
+				t.Fatalf("= %d %s, want %d", code, raw, tt.code)
+			}
+			if tt.field != "" && (len(causes) == 0 || !strings.Contains(strings.Join(causes, "\n"), tt.field+": ")) {
+				t.Fatalf("causes %q do not name %s", causes, tt.field)
+			}
+		})
+	}
+}
+
+func TestTenantTokenCannotOutliveItsCreator(t *testing.T) {
+	e := newEnv(t)
+	limit := time.Now().Add(time.Hour).Truncate(time.Second)
+	_, short, err := e.s.Tokens.Create(context.Background(), e.tenantA.ID, "short", adminauth.RoleAdmin, &limit, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var issued apiv1.TokenIssued
+	e.doJSON(short, "POST", "/api/v1/tokens", apiv1.TokenCreate{Name: "child", Role: "viewer", Tenant: "a"}, http.StatusCreated, &issued)
+	if issued.Token.ExpiresAt == nil || !issued.Token.ExpiresAt.Equal(limit) {
+		t.Fatalf("child expires at %v, want %v", issued.Token.ExpiresAt, limit)
+	}
+	code, raw := e.do(short, "POST", "/api/v1/tokens", apiv1.TokenCreate{Name: "long", Role: "viewer", Tenant: "a", ExpiresIn: "48h"})
+	if _, _, _, causes := statusOf(t, raw); code != http.StatusUnprocessableEntity || len(causes) != 1 || !strings.HasPrefix(causes[0], "expiresIn: ") {
+		t.Fatalf("= %d %s", code, raw)
+	}
+	// Operators are not limited.
+	issued = apiv1.TokenIssued{}
+	e.doJSON(e.operator, "POST", "/api/v1/tokens", apiv1.TokenCreate{Name: "forever", Role: "viewer", Tenant: "a"}, http.StatusCreated, &issued)
+	if issued.Token.ExpiresAt != nil {
+		t.Fatalf("operator-made token expires at %v", issued.Token.ExpiresAt)
 	}
 }

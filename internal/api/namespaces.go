@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -19,7 +21,8 @@ func (s *Server) listNamespaces(c *call) error {
 	if err != nil {
 		return err
 	}
-	// Sorted by name already; names are unique.
+	// The database sorts by its collation; paging compares bytes.
+	slices.SortFunc(nss, func(a, b *corev1.Namespace) int { return strings.Compare(a.Name, b.Name) })
 	p, err := page(c, nss, func(ns *corev1.Namespace) string { return ns.Name })
 	if err != nil {
 		return err

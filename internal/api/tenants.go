@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -296,7 +297,9 @@ func (s *Server) createCluster(c *call) error {
 		if err != nil {
 			// The caller asked for a cluster with a credential; a cluster
 			// without one would be a half-done create.
-			if derr := s.Tenancy.DeleteCluster(c.ctx(), c.tenant.ID, cl.ID); derr != nil {
+			// Not c.ctx(): a client that went away must not leave the
+			// cluster behind.
+			if derr := s.Tenancy.DeleteCluster(context.WithoutCancel(c.ctx()), c.tenant.ID, cl.ID); derr != nil {
 				s.Logger.Error("removing a cluster whose first credential failed", "error", derr,
 					"tenant", c.tenant.Name, "cluster", cl.Name)
 			}

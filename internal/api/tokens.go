@@ -149,6 +149,16 @@ func (s *Server) createToken(c *call) error {
 	if err != nil {
 		return err
 	}
+	// A tenant admin's token must not mint access that outlives it.
+	if limit := c.principal.ExpiresAt; !c.principal.Operator() && limit != nil {
+		switch {
+		case exp == nil:
+			exp = limit
+		case exp.After(*limit):
+			return invalidField("expiresIn", "must not go beyond %s, when the token creating it expires",
+				limit.UTC().Format(time.RFC3339))
+		}
+	}
 	tok, secret, err := s.Tokens.Create(c.ctx(), tenant.ID, in.Name, adminauth.Role(in.Role), exp, c.principal.Name)
 	if err != nil {
 		return err

@@ -45,7 +45,17 @@ func cleanNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, error) {
 	c.ManagedFields = nil
 	c.APIVersion, c.Kind = "v1", "Namespace"
 	js, err := json.Marshal(c)
-	return c, js, err
+	if err != nil {
+		return nil, nil, err
+	}
+	var generic any
+	if err := json.Unmarshal(js, &generic); err != nil {
+		return nil, nil, err
+	}
+	if errs := TextErrors(nil, generic); len(errs) > 0 {
+		return nil, nil, invalid(kindNamespace, ns.Name, errs)
+	}
+	return c, js, nil
 }
 
 // GetNamespace returns one namespace of the cluster's inventory.

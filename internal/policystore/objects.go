@@ -98,6 +98,9 @@ func decode(data []byte) (*decoded, string, error) {
 			Causes: field.ErrorList{field.Invalid(field.NewPath(""), nil, msg)}}
 	}
 	u := &unstructured.Unstructured{Object: raw}
+	if errs := TextErrors(nil, raw); len(errs) > 0 {
+		return nil, "", invalid(u.GroupVersionKind().GroupKind(), u.GetName(), errs)
+	}
 	gvk := u.GroupVersionKind()
 	gk := gvk.GroupKind()
 	d := &decoded{gvk: gvk, obj: u,

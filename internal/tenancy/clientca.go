@@ -200,8 +200,11 @@ func checkPublicKey(pub crypto.PublicKey) error {
 // CheckCSR reports, as a CodeInvalid error, what SignCSR would refuse in a
 // CSR, so that a caller can check a request before doing anything.
 func CheckCSR(csrPEM []byte) error {
-	_, err := parseCSR(csrPEM)
-	return err
+	csr, err := parseCSR(csrPEM)
+	if err != nil {
+		return err
+	}
+	return checkPublicKey(csr.PublicKey)
 }
 
 func parseCSR(csrPEM []byte) (*x509.CertificateRequest, error) {

@@ -205,7 +205,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.Code, d.Reason, d.Message = res.Status.Code, string(res.Status.Reason), res.Status.Message
 	}
 	if res.UnknownNamespace != "" {
-		h.Metrics.unknownNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), id.ClusterName).Inc()
+		h.Metrics.unknownNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
 	}
 	if res.Allowed && !req.DryRun {
 		h.learn(id, req)

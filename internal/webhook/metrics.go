@@ -95,6 +95,11 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 	return m
 }
 
+// clusterLabel follows the tenant label: cluster names are per tenant, so
+// a cluster label alone keeps the tenant-by-cluster cardinality that
+// --metrics-tenant-label=false is there to remove.
+func (m *Metrics) clusterLabel(name string) string { return m.tenantLabel(name) }
+
 func (m *Metrics) tenantLabel(name string) string {
 	if !m.TenantLabel {
 		return ""

@@ -93,7 +93,7 @@ func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 
 	return n
 }
 
-// With --metrics-tenant-label=false no series names a tenant.
+// With --metrics-tenant-label=false no series names a tenant or a cluster.
 func TestTenantLabelOff(t *testing.T) {
 	f := newFixture(t)
 	f.reg = prometheus.NewRegistry()
@@ -108,7 +108,7 @@ func TestTenantLabelOff(t *testing.T) {
 		for _, m := range mf.GetMetric() {
 			series++
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "tenant" && l.GetValue() != "" {
+				if (l.GetName() == "tenant" || l.GetName() == "cluster") && l.GetValue() != "" {
 					t.Errorf("%s has tenant=%q", mf.GetName(), l.GetValue())
 				}
 			}

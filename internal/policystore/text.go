@@ -1,0 +1,39 @@
+package policystore
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// TextErrors returns a field error for every string (key or value) in v, a
+// value decoded from JSON, that holds a NUL character. PostgreSQL stores
+// neither text nor jsonb with one, so such input must be refused as
+// invalid rather than fail the write. (encoding/json has already replaced
+// invalid UTF-8 with U+FFFD.)
+func TextErrors(path *field.Path, v any) field.ErrorList {
+	var errs field.ErrorList
+	switch v := v.(type) {
+	case string:
+		if strings.IndexByte(v, 0) >= 0 {
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, "must not contain a NUL character"))
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.IndexByte(k, 0) >= 0 {
+				at := path
+				if at == nil {
+					at = field.NewPath("")
+				}
+				errs = append(errs, field.Invalid(at, field.OmitValueType{}, "a key must not contain a NUL character"))
+				continue
+			}
+			errs = append(errs, TextErrors(path.Child(k), e)...)
+		}
+	case []any:
+		for i, e := range v {
+			errs = append(errs, TextErrors(path.Index(i), e)...)
+		}
+	}
+	return errs
+}
