@@ -232,6 +232,11 @@ func TestCredentials(t *testing.T) {
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
+				// CheckCSR, the API's check before anything is created,
+				// refuses exactly what SignCSR refuses.
+				if err := tenancy.CheckCSR(tc.csr); (err != nil) != (tc.code != "") {
+					t.Fatalf("CheckCSR = %v, want an error: %v", err, tc.code != "")
+				}
 				iss, err := s.SignCSR(ctx, acme.ID, prod.ID, tc.csr, tenancy.CredentialOptions{})
 				if tc.code != "" {
 					wantCode(t, err, tc.code)
