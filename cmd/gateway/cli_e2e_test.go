@@ -228,6 +228,8 @@ func TestCLINewcomerPath(t *testing.T) {
 	writeFile(t, "namespaces.yaml", cliNamespaces)
 	golden(t, "namespaces-import.txt", a.ok("namespaces", "import", "--tenant", "acme", "--cluster", "prod-eu", "-f", "namespaces.yaml"), false)
 	golden(t, "get-namespaces.txt", a.ok("get", "namespaces", "--tenant", "acme", "--cluster", "prod-eu"), true)
+	// As issue #13 writes it, without --cluster: the tenant's only cluster.
+	golden(t, "get-namespaces.txt", a.ok("get", "--tenant", "acme", "namespaces"), true)
 
 	// The baseline policies.
 	// The two files, not the directory: samples/baseline also holds pod.json,
@@ -386,6 +388,12 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	writeFile(t, "typo.yaml", strings.Replace(cliBinding, "kind: ValidatingAdmissionPolicyBinding", "kind: ValidatingAdmissionPolicyBindng", 1))
 	a.fails(1, "typo.yaml, document 1", "apply", "--tenant", "acme", "-f", "typo.yaml")
 	a.fails(2, "missing.yaml: no such file", "apply", "--tenant", "acme", "-f", "missing.yaml")
+	// A key given twice is refused, not the last one silently kept.
+	writeFile(t, "twice.yaml", "# the binding\n---\n"+cliBinding+"  validationActions: [Audit]\n")
+	stderr = a.fails(1, "twice.yaml, document 2", "apply", "--tenant", "acme", "-f", "twice.yaml")
+	if !strings.Contains(stderr, "validationActions") {
+		t.Fatalf("the error does not name the key:\n%s", stderr)
+	}
 
 	// Dry run, then the real apply, from stdin too.
 	writeFile(t, "policies/2-binding.yaml", cliBinding)
@@ -405,7 +413,21 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	if out := a.ok("get", "configmap", "limits", "-n", "policy", "--tenant", "acme", "-o", "json"); !strings.Contains(out, `"max": "3"`) {
 		t.Fatalf("get configmap limits -o json:\n%s", out)
 	}
-	a.ok("delete", "--tenant", "acme", "-f", "param.yaml")
+	// The same kind in another group: the core group's ConfigMap is
+	// still reached, with -f and with --group "".
+	writeFile(t, "param-other.yaml", "apiVersion: example.com/v1\nkind: ConfigMap\nmetadata: {name: limits, namespace: policy}\ndata: {max: \"5\"}\n")
+	a.ok("apply", "--tenant", "acme", "-f", "param-other.yaml")
+	a.fails(1, "say which", "get", "configmap", "limits", "-n", "policy", "--tenant", "acme")
+	if out := a.ok("get", "configmap", "limits", "-n", "policy", "--group", "", "--tenant", "acme", "-o", "json"); !strings.Contains(out, `"max": "3"`) {
+		t.Fatalf("get configmap limits --group '' -o json:\n%s", out)
+	}
+	if out := a.ok("delete", "--tenant", "acme", "-f", "param.yaml"); out != "configmap/limits deleted\n" {
+		t.Fatalf("delete -f of the core group's ConfigMap:\n%s", out)
+	}
+	if out := a.ok("get", "configmap", "limits", "-n", "policy", "--group", "example.com", "--tenant", "acme", "-o", "json"); !strings.Contains(out, `"max": "5"`) {
+		t.Fatalf("the other group's ConfigMap:\n%s", out)
+	}
+	a.ok("delete", "--tenant", "acme", "-f", "param-other.yaml")
 
 	// A second version: first tried with test --with, then applied; then
 	// history, diff and rollback.
@@ -419,6 +441,13 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	}
 	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json", "--with", "policy-v2.yaml", "--replace"); out != "allowed\n" {
 		t.Fatalf("test --with a policy without its binding, --replace:\n%s", out)
+	}
+	// A bad candidate is named by its file and document.
+	writeFile(t, "bad-candidate.yaml", "# the policy\n---\n"+strings.Replace(cliPolicy, "'team' in object.metadata.labels", "'team' in", 1))
+	stderr = a.fails(1, "bad-candidate.yaml, document 2, field spec.validations[0].expression",
+		"test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json", "--with", "bad-candidate.yaml")
+	if strings.Contains(stderr, "objects[") {
+		t.Fatalf("test --with a bad candidate:\n%s", stderr)
 	}
 	a.ok("apply", "--tenant", "acme", "-f", "policy-v2.yaml")
 	golden(t, "history.txt", a.ok("history", "--tenant", "acme", "vap", "require-team"), true)
@@ -474,6 +503,18 @@ func TestCLICredentialsAndTokens(t *testing.T) {
 	a.fails(2, "--out is required", "cluster", "create", "prod", "--tenant", "acme")
 	a.fails(1, "already exists", "cluster", "create", "prod", "--tenant", "acme", "--out", "again")
 	a.fails(1, `tenant "globex" not found`, "cluster", "create", "prod", "--tenant", "globex", "--out", "again")
+	// An --out that cannot be written is refused before the server creates
+	// anything or issues a secret it shows once.
+	writeFile(t, "a-file", "")
+	a.fails(2, "--out a-file/staging", "cluster", "create", "staging", "--tenant", "acme", "--out", "a-file/staging")
+	if out := a.ok("cluster", "list", "--tenant", "acme"); strings.Contains(out, "staging") {
+		t.Fatalf("cluster create with a bad --out created the cluster:\n%s", out)
+	}
+	a.fails(2, "--out a-file/cred", "credential", "create", "--tenant", "acme", "--cluster", "prod", "--out", "a-file/cred")
+	a.fails(2, "--out a-file/cred", "credential", "rotate", "1", "--tenant", "acme", "--cluster", "prod", "--out", "a-file/cred")
+	if out := a.ok("credential", "list", "--tenant", "acme", "--cluster", "prod"); strings.Count(out, "\n") != 2 {
+		t.Fatalf("credential create with a bad --out issued a credential:\n%s", out)
+	}
 
 	// Credentials: a second one for rotation without downtime, then the
 	// first revoked; the webhook refuses it at once and takes the new one.
@@ -528,6 +569,10 @@ func TestCLICredentialsAndTokens(t *testing.T) {
 	admin.fails(1, `tenant "globex" not found`, "cluster", "list", "--tenant", "globex")
 	admin.fails(1, "Forbidden", "tenant", "create", "initech")
 	golden(t, "token-list.txt", a.ok("token", "list"), true)
+	// A tenant's token reads its audit log on the tenant's route.
+	if out := admin.ok("audit", "--tenant", "acme"); !strings.Contains(out, "e2e-operator") {
+		t.Fatalf("a tenant admin's audit --tenant:\n%s", out)
+	}
 	a.ok("token", "revoke", "2")
 	admin.fails(1, "Unauthorized", "tenant", "list")
 
@@ -539,7 +584,17 @@ func TestCLICredentialsAndTokens(t *testing.T) {
 		}
 	}
 
+	// get namespaces without --cluster: the only cluster, else say which.
+	a.ok("get", "namespaces", "--tenant", "acme")
+	a.ok("cluster", "create", "staging", "--tenant", "acme", "--out", "staging")
+	a.fails(2, `tenant "acme" has 2 clusters (prod, staging): say which with --cluster`, "get", "namespaces", "--tenant", "acme")
+	a.fails(2, `tenant "globex" has no cluster`, "get", "namespaces", "--tenant", "globex")
+
 	golden(t, "cluster-delete.txt", a.ok("cluster", "delete", "prod", "--tenant", "acme"), false)
 	golden(t, "tenant-delete.txt", a.ok("tenant", "delete", "acme"), false)
 	a.fails(1, "NotFound", "cluster", "list", "--tenant", "acme")
+	// An operator still reads a deleted tenant's audit log.
+	if out := a.ok("audit", "--tenant", "acme"); !strings.Contains(out, "acme-admin") || strings.Contains(out, "globex") {
+		t.Fatalf("audit --tenant of a deleted tenant:\n%s", out)
+	}
 }

@@ -72,7 +72,7 @@ func commands() []command {
 		{"credential rotate", "ID --tenant T --cluster C [--grace DURATION] [--out DIR]", "issue a replacement; the old one expires after the grace period", cmdCredentialRotate},
 		{"namespaces import", "--tenant T --cluster C -f FILE|-", "replace a cluster's namespace inventory", cmdNamespacesImport},
 		{"apply", "--tenant T -f FILE|DIR|- [--dry-run]", "create or update policies, bindings and params", cmdApply},
-		{"get", "--tenant T (policies|bindings|params|namespaces|KIND) [NAME]", "list or show stored objects", cmdGet},
+		{"get", "--tenant T (policies|bindings|params|namespaces|KIND) [NAME] [--cluster C]", "list or show stored objects", cmdGet},
 		{"delete", "--tenant T -f FILE | KIND NAME", "delete stored objects", cmdDelete},
 		{"history", "--tenant T KIND NAME", "list an object's versions", cmdHistory},
 		{"diff", "--tenant T KIND NAME --from VERSION [--to VERSION]", "show what changed between two versions", cmdDiff},

@@ -57,7 +57,6 @@ func TestCommandLineErrors(t *testing.T) {
 		{"apply without file", with("apply", "--tenant", "t"), 2, "-f is required"},
 		{"apply stray argument", with("apply", "--tenant", "t", "-f", "x.yaml", "y.yaml"), 2, `unexpected argument "y.yaml"`},
 		{"get without what", with("get", "--tenant", "t"), 2, "missing what to get"},
-		{"get namespaces without cluster", with("get", "namespaces", "--tenant", "t"), 2, "get namespaces needs --cluster"},
 		{"delete both ways", with("delete", "--tenant", "t", "-f", "x.yaml", "vap", "x"), 2, "not both"},
 		{"delete kind only", with("delete", "--tenant", "t", "vap"), 2, "give -f FILE or KIND NAME"},
 		{"history without name", with("history", "--tenant", "t", "vap"), 2, "missing KIND NAME"},
@@ -250,7 +249,7 @@ func TestDocuments(t *testing.T) {
 		Kind   string  `json:"kind,omitempty"`
 		Causes []Cause `json:"causes,omitempty"`
 	}{Causes: []Cause{{Field: "documents[2].spec.policyName", Message: "Required value"}}}
-	err = nameDocuments(se, docs)
+	err = nameDocuments(se, docs, "documents")
 	wantErr := filepath.Join(dir, "b.yaml") + ", document 3, field spec.policyName: Required value (Invalid, HTTP 422)"
 	if err.Error() != wantErr {
 		t.Fatalf("error %q\nwant  %q", err, wantErr)
@@ -267,6 +266,12 @@ func TestDocuments(t *testing.T) {
 	if err.Error() != wantErr {
 		t.Fatalf("error %q\nwant  %q", err, wantErr)
 	}
+	// admin test --with: the server names the candidates objects[i].
+	se = &statusError{Code: 422, Status: Status{Reason: "Invalid", Message: "objects[1].spec.validations[0].expression: compilation failed"}}
+	wantErr = filepath.Join(dir, "b.yaml") + ", document 2, field spec.validations[0].expression: compilation failed (Invalid, HTTP 422)"
+	if err := nameDocuments(se, docs, "objects"); err.Error() != wantErr {
+		t.Fatalf("error %q\nwant  %q", err, wantErr)
+	}
 
 	// Bad files are refused before anything is sent, naming the file.
 	for name, content := range map[string]string{
@@ -274,6 +279,9 @@ func TestDocuments(t *testing.T) {
 		"bad.yaml":    "apiVersion: v1\nkind: [\n",
 		"scalar.yaml": "just a string\n",
 		"number.yaml": "apiVersion: 1\nkind: ConfigMap\n",
+		// A key given twice is an error, not the last one kept.
+		"duplicate.yaml": "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n" +
+			"metadata: {name: b}\nspec:\n  policyName: p\n  validationActions: [Deny]\n  validationActions: [Audit]\n",
 	} {
 		p := filepath.Join(t.TempDir(), name)
 		os.WriteFile(p, []byte(content), 0o644)
@@ -436,5 +444,61 @@ func TestBareObjectIsReviewedAsCreate(t *testing.T) {
 	docs, _ = splitDocuments("r.json", []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}`))
 	if b, _ := asReview(docs[0]); !strings.Contains(string(b), `"admission.k8s.io/v1beta1"`) {
 		t.Fatalf("review %s", b)
+	}
+}
+
+// The --out directory is checked before the server issues a secret it
+// shows once; a server that cannot be reached shows it was never called.
+func TestOutCheckedBeforeTheServer(t *testing.T) {
+	home := t.TempDir()
+	file := filepath.Join(home, "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfigDir := filepath.Join(home, "out")
+	if err := os.MkdirAll(filepath.Join(kubeconfigDir, "kubeconfig.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conn := []string{"--server", "https://127.0.0.1:1", "--token", "t"}
+	for _, bad := range []string{filepath.Join(file, "out"), kubeconfigDir} {
+		for _, args := range [][]string{
+			{"cluster", "create", "c", "--tenant", "t", "--out", bad},
+			{"credential", "create", "--tenant", "t", "--cluster", "c", "--out", bad},
+			{"credential", "rotate", "1", "--tenant", "t", "--cluster", "c", "--out", bad},
+		} {
+			code, _, stderr := runCLI(t, map[string]string{"HOME": home}, "", append(args, conn...)...)
+			if code != exitUsage || !strings.Contains(stderr, "--out "+bad) {
+				t.Errorf("%s: code %d %q, want a usage error about --out", strings.Join(args, " "), code, stderr)
+			}
+		}
+	}
+	// A directory that is missing is created, and a writable one passes.
+	ok := filepath.Join(home, "new", "dir")
+	if err := prepareOut(ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareOut(ok); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(ok); len(entries) != 0 {
+		t.Fatalf("prepareOut left files: %v", entries)
+	}
+}
+
+// If the files cannot be written after all, the server's answer, with
+// the secret, is printed rather than lost.
+func TestSecretPrintedWhenWritingFails(t *testing.T) {
+	var out bytes.Buffer
+	e := &env{stdout: &out}
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(`{"credential":{"id":7},"token":"s3cret","artifacts":{"kubeconfig":"token: s3cret"}}`)
+	if _, err := e.saveArtifacts(filepath.Join(file, "out"), apiv1.Artifacts{Kubeconfig: "token: s3cret"}, raw); err == nil {
+		t.Fatal("writing under a file succeeded")
+	}
+	if !strings.Contains(out.String(), `"token": "s3cret"`) {
+		t.Fatalf("the secret is not on stdout: %q", out.String())
 	}
 }

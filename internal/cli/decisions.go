@@ -196,8 +196,18 @@ func cmdAudit(e *env, args []string) error {
 	q.Set(apiv1.QueryLimit, strconv.Itoa(*limit))
 	path := apiPath("audit")
 	if *tenant != "" {
-		// The tenant's own route, which its tokens may call too.
-		path = apiPath("tenants", *tenant, "audit")
+		// An operator asks the gateway-wide log, which keeps the entries
+		// of a deleted tenant; a tenant's token may call only the
+		// tenant's own route.
+		var who apiv1.WhoAmI
+		if _, err := cl.getJSON(e, apiPath("whoami"), nil, &who); err != nil {
+			return err
+		}
+		if who.Role == apiv1.RoleOperator {
+			q.Set("tenant", *tenant)
+		} else {
+			path = apiPath("tenants", *tenant, "audit")
+		}
 	}
 	var list apiv1.List[auditEntry]
 	raw, err := cl.getJSON(e, path, q, &list)

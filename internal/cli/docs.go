@@ -142,7 +142,9 @@ func splitDocuments(file string, b []byte) ([]document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", at.where(), err)
 		}
-		j, err := yaml.YAMLToJSON(chunk)
+		// Strict: a key given twice (validationActions: [Deny], then
+		// [Audit]) is an error, not the last one silently kept.
+		j, err := yaml.YAMLToJSONStrict(chunk)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", at.where(), err)
 		}
@@ -231,14 +233,13 @@ func applyBody(docs []document) []byte {
 	return b.Bytes()
 }
 
-var documentRef = regexp.MustCompile(`documents\[(\d+)\](?:\.([^\s:,]+))?`)
-
-// documentNamer rewrites documents[i].field as FILE, document N, field
-// FIELD.
-func documentNamer(docs []document) func(string) string {
+// documentNamer rewrites LIST[i].field (documents[i] in an apply,
+// objects[i] in an evaluation) as FILE, document N, field FIELD.
+func documentNamer(docs []document, list string) func(string) string {
+	ref := regexp.MustCompile(`\b` + regexp.QuoteMeta(list) + `\[(\d+)\](?:\.([^\s:,]+))?`)
 	return func(s string) string {
-		return documentRef.ReplaceAllStringFunc(s, func(m string) string {
-			sub := documentRef.FindStringSubmatch(m)
+		return ref.ReplaceAllStringFunc(s, func(m string) string {
+			sub := ref.FindStringSubmatch(m)
 			i, err := strconv.Atoi(sub[1])
 			if err != nil || i < 0 || i >= len(docs) {
 				return m
@@ -252,11 +253,11 @@ func documentNamer(docs []document) func(string) string {
 	}
 }
 
-// nameDocuments makes a Status about documents[i] name the files.
-func nameDocuments(err error, docs []document) error {
+// nameDocuments makes a Status about LIST[i] name the files.
+func nameDocuments(err error, docs []document, list string) error {
 	var se *statusError
 	if errors.As(err, &se) {
-		se.where = documentNamer(docs)
+		se.where = documentNamer(docs, list)
 	}
 	return err
 }

@@ -50,13 +50,13 @@ func cmdApply(e *env, args []string) error {
 	raw, err := cl.do(e, request{method: http.MethodPost, path: apiPath("tenants", *tenant, "apply"), query: q,
 		body: applyBody(docs), contentType: "application/json"})
 	if err != nil {
-		return nameDocuments(err, docs)
+		return nameDocuments(err, docs, "documents")
 	}
 	var res apiv1.ApplyResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("the server's answer: %w", err)
 	}
-	name := documentNamer(docs)
+	name := documentNamer(docs, "documents")
 	for _, it := range res.Results {
 		for _, w := range it.Warnings {
 			fmt.Fprintf(e.stderr, "Warning: %s: %s\n", ref(it.APIVersion, it.Kind, it.Name), name(w))
@@ -80,22 +80,37 @@ func printApply(w io.Writer, res apiv1.ApplyResult) error {
 
 // objectFlags are the flags that pick one stored object.
 type objectFlags struct {
-	group, namespace *string
+	group     *optionalString
+	namespace *string
+}
+
+// optionalString is a string flag that tells whether it was given, so
+// that --group "" (the core group) differs from no --group.
+type optionalString struct {
+	value string
+	set   bool
+}
+
+func (o *optionalString) String() string { return o.value }
+func (o *optionalString) Set(v string) error {
+	o.value, o.set = v, true
+	return nil
 }
 
 func (f *flags) object() objectFlags {
-	o := objectFlags{
-		group:     f.String("group", "", "API group of KIND, when the tenant stores that kind in several groups"),
-		namespace: f.String("namespace", "", "namespace of a namespaced param"),
-	}
+	o := objectFlags{group: &optionalString{}, namespace: new(string)}
+	f.Var(o.group, "group", "API `group` of KIND, when the tenant stores that kind in several groups (\"\" for the core group, as of v1 ConfigMaps)")
+	f.StringVar(o.namespace, "namespace", "", "namespace of a namespaced param")
 	f.StringVar(o.namespace, "n", "", "short for --namespace")
 	return o
 }
 
 func (o objectFlags) query() url.Values {
 	q := url.Values{}
-	if *o.group != "" {
-		q.Set("group", *o.group)
+	// group= (empty) is the core group; without group the server finds
+	// the group of KIND.
+	if o.group.set {
+		q.Set("group", o.group.value)
 	}
 	if *o.namespace != "" {
 		q.Set("namespace", *o.namespace)
@@ -163,7 +178,7 @@ func categoryOf(o storedObject) string {
 func cmdGet(e *env, args []string) error {
 	f := e.newFlags("get")
 	c := f.conn(true)
-	tenant, cluster := tenantFlag(f), f.String("cluster", "", "the cluster (for namespaces)")
+	tenant, cluster := tenantFlag(f), f.String("cluster", "", "the cluster, for namespaces (default: the tenant's only cluster)")
 	obj := f.object()
 	selector := f.String("selector", "", "label selector, as kubectl's -l")
 	f.StringVar(selector, "l", "", "short for --selector")
@@ -179,15 +194,17 @@ func cmdGet(e *env, args []string) error {
 		name = pos[1]
 	}
 	cat := category(pos[0])
-	if cat == "namespaces" && *cluster == "" {
-		return usageErr("get namespaces needs --cluster")
-	}
 	cl, err := e.connect(c)
 	if err != nil {
 		return err
 	}
 	switch {
 	case cat == "namespaces":
+		if *cluster == "" {
+			if *cluster, err = e.onlyCluster(cl, *tenant); err != nil {
+				return err
+			}
+		}
 		return e.getNamespaces(cl, c, *tenant, *cluster, name)
 	case name != "" && cat == "":
 		return e.getOne(cl, c, *tenant, pos[0], name, obj.query())
@@ -232,10 +249,9 @@ func cmdGet(e *env, args []string) error {
 		}
 		return usageErr("several %s are named %q (%s): give the KIND instead of %s", cat, name, strings.Join(kinds, ", "), pos[0])
 	}
-	q = url.Values{}
-	if g := (objectMeta{APIVersion: found[0].APIVersion}).group(); g != "" {
-		q.Set("group", g)
-	}
+	// The group always, even the core group's "": the same kind may be
+	// stored in another group too.
+	q = url.Values{"group": {(objectMeta{APIVersion: found[0].APIVersion}).group()}}
 	if found[0].Metadata.Namespace != "" {
 		q.Set("namespace", found[0].Metadata.Namespace)
 	}
@@ -249,6 +265,30 @@ func (e *env) getOne(cl *client, c *connFlags, tenant, kind, name string, q url.
 		return err
 	}
 	return e.emit(c, raw, func(w io.Writer) error { return printObjects(w, e.now(), categoryOf(o), []storedObject{o}) })
+}
+
+// onlyCluster is the tenant's cluster when it has exactly one; otherwise
+// the user must say which with --cluster.
+func (e *env) onlyCluster(cl *client, tenant string) (string, error) {
+	items, _, err := cl.listAll(e, apiPath("tenants", tenant, "clusters"), nil)
+	if err != nil {
+		return "", err
+	}
+	clusters, err := decodeItems[apiv1.Cluster](items)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(clusters))
+	for i, x := range clusters {
+		names[i] = x.Name
+	}
+	switch len(names) {
+	case 1:
+		return names[0], nil
+	case 0:
+		return "", usageErr("tenant %q has no cluster: create one with `admin cluster create`", tenant)
+	}
+	return "", usageErr("tenant %q has %d clusters (%s): say which with --cluster", tenant, len(names), strings.Join(names, ", "))
 }
 
 func (e *env) getNamespaces(cl *client, c *connFlags, tenant, cluster, name string) error {
@@ -430,10 +470,9 @@ func cmdDelete(e *env, args []string) error {
 	var failed []string
 	var answers []json.RawMessage
 	for _, d := range targets {
-		q := url.Values{}
-		if g := d.meta.group(); g != "" {
-			q.Set("group", g)
-		}
+		// The group always, even the core group's "" (apiVersion: v1):
+		// the same kind may be stored in another group too.
+		q := url.Values{"group": {d.meta.group()}}
 		if d.meta.Metadata.Namespace != "" {
 			q.Set("namespace", d.meta.Metadata.Namespace)
 		}

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -217,6 +219,10 @@ func cmdClusterCreate(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Before the cluster exists and its secret is issued, once.
+	if err := prepareOut(*out); err != nil {
+		return err
+	}
 	cl, err := e.connect(c)
 	if err != nil {
 		return err
@@ -234,9 +240,9 @@ func cmdClusterCreate(e *env, args []string) error {
 	if created.Credential == nil {
 		return fmt.Errorf("the server created cluster %q but issued no credential; issue one with `admin credential create --tenant %s --cluster %s --out %s`", pos[0], *tenant, pos[0], *out)
 	}
-	written, err := writeArtifacts(*out, created.Credential.Artifacts)
+	written, err := e.saveArtifacts(*out, created.Credential.Artifacts, raw)
 	if err != nil {
-		return fmt.Errorf("cluster %q was created, but writing its files failed (issue a new credential with `admin credential create --out`): %w", pos[0], err)
+		return fmt.Errorf("cluster %q was created, but writing its files failed; the server's answer, with the credential's secret and the files' contents, is printed above: %w", pos[0], err)
 	}
 	return e.emit(c, raw, func(w io.Writer) error {
 		cred := created.Credential.Credential
@@ -250,6 +256,57 @@ func cmdClusterCreate(e *env, args []string) error {
 	})
 }
 
+// artifactFiles are the files of --out, in the order they are written.
+var artifactFiles = []string{"kubeconfig.yaml", "admission-configuration.yaml", "webhooks.yaml"}
+
+// prepareOut creates the --out directory and checks that its files can be
+// written, before the server is asked for a secret it shows only once.
+func prepareOut(dir string) error {
+	fail := func(err error) error { return exitError{exitUsage, fmt.Errorf("--out %s: %w", dir, err)} }
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fail(err)
+	}
+	probe, err := os.CreateTemp(dir, ".admin-write-check-*")
+	if err != nil {
+		return fail(err)
+	}
+	probe.Close()
+	if err := os.Remove(probe.Name()); err != nil {
+		return fail(err)
+	}
+	for _, name := range artifactFiles {
+		p := filepath.Join(dir, name)
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return fail(err)
+		case !st.Mode().IsRegular():
+			return fail(fmt.Errorf("%s is not a regular file", p))
+		}
+		// An existing file is overwritten: it must be writable. Opened
+		// without O_TRUNC, it is left as it is.
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			return fail(err)
+		}
+		f.Close()
+	}
+	return nil
+}
+
+// saveArtifacts writes the artifacts of a new credential to dir. If that
+// fails, the server's answer goes to stdout, so that the secret it holds,
+// shown only this once, is not lost.
+func (e *env) saveArtifacts(dir string, a apiv1.Artifacts, raw []byte) ([]string, error) {
+	written, err := writeArtifacts(dir, a)
+	if err != nil {
+		e.printf("%s\n", indentJSON(raw))
+	}
+	return written, err
+}
+
 // writeArtifacts writes the files `cluster create` and `credential create
 // --out` promise. The kubeconfig holds a secret.
 func writeArtifacts(dir string, a apiv1.Artifacts) ([]string, error) {
@@ -261,9 +318,9 @@ func writeArtifacts(dir string, a apiv1.Artifacts) ([]string, error) {
 		name, content string
 		mode          os.FileMode
 	}{
-		{"kubeconfig.yaml", a.Kubeconfig, 0o600},
-		{"admission-configuration.yaml", a.AdmissionConfiguration, 0o644},
-		{"webhooks.yaml", a.Webhooks, 0o644},
+		{artifactFiles[0], a.Kubeconfig, 0o600},
+		{artifactFiles[1], a.AdmissionConfiguration, 0o644},
+		{artifactFiles[2], a.Webhooks, 0o644},
 	} {
 		if f.content == "" {
 			continue
@@ -505,6 +562,11 @@ func cmdCredentialCreate(e *env, args []string) error {
 			return usageErr("--expires %q: want a duration such as 720h", *expires)
 		}
 	}
+	if *out != "" {
+		if err := prepareOut(*out); err != nil {
+			return err
+		}
+	}
 	cl, err := e.connect(c)
 	if err != nil {
 		return err
@@ -523,8 +585,8 @@ func (e *env) issued(c *connFlags, raw []byte, issued apiv1.CredentialIssued, ou
 	var written []string
 	if out != "" {
 		var err error
-		if written, err = writeArtifacts(out, issued.Artifacts); err != nil {
-			return fmt.Errorf("credential %d was %s, but writing its files failed: %w", issued.Credential.ID, verb, err)
+		if written, err = e.saveArtifacts(out, issued.Artifacts, raw); err != nil {
+			return fmt.Errorf("credential %d was %s, but writing its files failed; the server's answer, with the secret and the files' contents, is printed above: %w", issued.Credential.ID, verb, err)
 		}
 	}
 	return e.emit(c, raw, func(w io.Writer) error {
@@ -611,6 +673,11 @@ func cmdCredentialRotate(e *env, args []string) error {
 	for name, v := range map[string]string{"grace": *grace, "expires": *expires} {
 		if _, err := time.ParseDuration(v); v != "" && err != nil {
 			return usageErr("--%s %q: want a duration such as 24h", name, v)
+		}
+	}
+	if *out != "" {
+		if err := prepareOut(*out); err != nil {
+			return err
 		}
 	}
 	cl, err := e.connect(c)

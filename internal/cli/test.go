@@ -60,9 +60,9 @@ func cmdTest(e *env, args []string) error {
 	var res apiv1.EvaluateResponse
 	raw, err := cl.sendJSON(e, http.MethodPost, apiPath("tenants", *tenant, "clusters", *cluster, "evaluate"), nil, req, &res)
 	if err != nil {
-		// The candidate objects are documents[i] of the request, if the
-		// server names them.
-		return nameDocuments(err, candidates)
+		// The server names the candidate objects objects[i], in the
+		// order of the request.
+		return nameDocuments(err, candidates, "objects")
 	}
 	if !*explain {
 		// -o json prints the AdmissionReview itself, exactly what the
