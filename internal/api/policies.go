@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,26 +167,31 @@ func (s *Server) resolveKind(c *call, kind string) (schema.GroupKind, error) {
 	if err != nil {
 		return schema.GroupKind{}, err
 	}
-	var exact, folded []schema.GroupKind
-	for _, gk := range kinds {
-		if policystore.IsPolicyKind(gk) || (groupSet && gk.Group != group) {
+	var exact, folded []policystore.StoredKind
+	for _, k := range kinds {
+		if policystore.IsPolicyKind(k.GroupKind) || (groupSet && k.Group != group) {
 			continue
 		}
-		if gk.Kind == kind {
-			exact = append(exact, gk)
-		} else if strings.EqualFold(gk.Kind, kind) {
-			folded = append(folded, gk)
+		if k.Kind == kind {
+			exact = append(exact, k)
+		} else if strings.EqualFold(k.Kind, kind) {
+			folded = append(folded, k)
 		}
 	}
 	matches := exact
 	if len(matches) == 0 {
 		matches = folded
 	}
+	// A group whose objects of that kind are all deleted does not make a
+	// live one ambiguous; its history is still reachable with ?group=.
+	if live := slices.DeleteFunc(slices.Clone(matches), func(k policystore.StoredKind) bool { return !k.Live }); len(live) == 1 {
+		matches = live
+	}
 	switch len(matches) {
 	case 0:
 		return schema.GroupKind{Group: group, Kind: kind}, nil
 	case 1:
-		return matches[0], nil
+		return matches[0].GroupKind, nil
 	}
 	names := make([]string, len(matches))
 	for i, gk := range matches {

@@ -445,6 +445,18 @@ func TestGetAndListObjects(t *testing.T) {
 			t.Errorf("GET %s = %d, want 404", p, code)
 		}
 	}
+	// Once one group's objects of that kind are all deleted, the kind is
+	// the live group's again; the deleted one stays reachable with ?group=.
+	other := strings.Split(list("?kind=limits&group=other.example.com")[0], "/") // kind/namespace/name
+	otherPath := "/api/v1/tenants/a/objects/limits/" + other[2]
+	otherQuery := "?group=other.example.com&namespace=" + other[1]
+	e.doJSON(e.adminA, "DELETE", otherPath+otherQuery, nil, http.StatusOK, nil)
+	if got := list("?kind=limits"); len(got) != 1 {
+		t.Errorf("list?kind=limits after deleting the other group's = %v", got)
+	}
+	if code, raw := e.do(e.viewerA, "GET", otherPath+"/history"+otherQuery, nil); code != http.StatusOK {
+		t.Errorf("history of the deleted one = %d %s", code, raw)
+	}
 }
 
 func TestDeleteObject(t *testing.T) {

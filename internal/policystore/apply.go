@@ -334,17 +334,24 @@ func (s *Store) CandidateSnapshot(ctx context.Context, tenantID int64, candidate
 	return &Snapshot{TenantID: tenantID, Version: version, Compiled: compiled, LoadedAt: time.Now()}, nil
 }
 
+// StoredKind is a group and kind the tenant has stored. Live is false when
+// every object of it is deleted (its history stays readable).
+type StoredKind struct {
+	schema.GroupKind
+	Live bool
+}
+
 // Kinds returns every group and kind the tenant has stored, deleted
-// objects included (their history stays readable), sorted.
-func (s *Store) Kinds(ctx context.Context, tenantID int64) ([]schema.GroupKind, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT api_group, kind FROM policy_objects WHERE tenant_id = $1
-		ORDER BY api_group, kind`, tenantID)
+// objects included, sorted.
+func (s *Store) Kinds(ctx context.Context, tenantID int64) ([]StoredKind, error) {
+	rows, err := s.pool.Query(ctx, `SELECT api_group, kind, bool_or(NOT deleted) FROM policy_objects
+		WHERE tenant_id = $1 GROUP BY api_group, kind ORDER BY api_group, kind`, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (schema.GroupKind, error) {
-		var gk schema.GroupKind
-		err := row.Scan(&gk.Group, &gk.Kind)
-		return gk, err
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredKind, error) {
+		var k StoredKind
+		err := row.Scan(&k.Group, &k.Kind, &k.Live)
+		return k, err
 	})
 }
