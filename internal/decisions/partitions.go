@@ -99,36 +99,124 @@ func (p *Partitions) Maintain(ctx context.Context) error {
 }
 
 // dropBefore drops every daily partition whose whole day ends at or before
-// cutoff, and returns their names.
+// cutoff, and returns their names. Each is first detached CONCURRENTLY,
+// which takes only SHARE UPDATE EXCLUSIVE on decisions (readers and COPY go
+// on), then dropped. Every lock wait gives up after partitionLockTimeout;
+// a partition left half-way (detach pending, or detached but not dropped)
+// is finished by the next run.
 func (p *Partitions) dropBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
-	days, err := ListPartitions(ctx, p.Pool)
+	tables, err := partitionTables(ctx, p.Pool)
 	if err != nil {
 		return nil, err
 	}
 	var dropped []string
-	for _, d := range days {
-		if d.AddDate(0, 0, 1).After(cutoff) {
+	for _, t := range tables {
+		if t.day.AddDate(0, 0, 1).After(cutoff) {
 			continue
 		}
-		name := partitionName(d)
-		err := pgx.BeginFunc(ctx, p.Pool, func(tx pgx.Tx) error {
-			// Dropping a partition locks the parent table; never queue the
-			// recorder's writes behind a long wait for that lock.
-			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockID); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
-			return err
-		})
-		if err != nil {
-			return dropped, fmt.Errorf("drop partition %s: %w", name, err)
+		if err := dropPartition(ctx, p.Pool, t.name); err != nil {
+			return dropped, fmt.Errorf("drop partition %s: %w", t.name, err)
 		}
-		dropped = append(dropped, name)
+		dropped = append(dropped, t.name)
 	}
 	return dropped, nil
+}
+
+// dropPartition detaches (CONCURRENTLY, which cannot run in a transaction
+// block, hence a session of its own) and drops one partition, holding the
+// partition advisory lock of the session.
+func dropPartition(ctx context.Context, pool *pgxpool.Pool, name string) (err error) {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			// The session holds a lock_timeout and maybe the advisory lock:
+			// close it rather than hand it back to the pool.
+			conn := c.Hijack()
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = conn.Close(cctx)
+			return
+		}
+		c.Release()
+	}()
+	exec := func(sql string, args ...any) error {
+		_, err := c.Exec(ctx, sql, args...)
+		return err
+	}
+	if err := exec("SET lock_timeout = '" + partitionLockTimeout + "'"); err != nil {
+		return err
+	}
+	if err := exec("SELECT pg_advisory_lock($1)", partitionLockID); err != nil {
+		return err
+	}
+	var attached, pending bool
+	err = c.QueryRow(ctx, `
+		SELECT EXISTS (SELECT FROM pg_inherits WHERE inhrelid = to_regclass($1) AND inhparent = 'decisions'::regclass),
+		       EXISTS (SELECT FROM pg_inherits WHERE inhrelid = to_regclass($1) AND inhparent = 'decisions'::regclass AND inhdetachpending)`,
+		pgx.Identifier{name}.Sanitize()).Scan(&attached, &pending)
+	if err != nil {
+		return err
+	}
+	ident := pgx.Identifier{name}.Sanitize()
+	switch {
+	case pending:
+		// An earlier detach timed out waiting for old snapshots.
+		err = exec("ALTER TABLE decisions DETACH PARTITION " + ident + " FINALIZE")
+	case attached:
+		err = exec("ALTER TABLE decisions DETACH PARTITION " + ident + " CONCURRENTLY")
+	}
+	if err != nil {
+		return err
+	}
+	if err := exec("DROP TABLE IF EXISTS " + ident); err != nil {
+		return err
+	}
+	if err := exec("SELECT pg_advisory_unlock($1)", partitionLockID); err != nil {
+		return err
+	}
+	return exec("RESET lock_timeout")
+}
+
+// partitionTable is a table named as a daily partition: attached, pending
+// detach, or detached by a drop that failed before the DROP.
+type partitionTable struct {
+	name string
+	day  time.Time
+}
+
+func partitionTables(ctx context.Context, db querier) ([]partitionTable, error) {
+	rows, err := db.Query(ctx, `
+		SELECT c.relname FROM pg_class c
+		WHERE c.relkind = 'r' AND c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'decisions'::regclass)
+		  AND c.relname LIKE 'decisions\_p%'
+		  AND (EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.oid AND i.inhparent = 'decisions'::regclass)
+		       OR NOT EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.oid))
+		ORDER BY c.relname`)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	var out []partitionTable
+	for _, n := range names {
+		if d, ok := partitionDay(n); ok {
+			out = append(out, partitionTable{name: n, day: d})
+		}
+	}
+	return out, nil
+}
+
+func partitionDay(name string) (time.Time, bool) {
+	if !strings.HasPrefix(name, partitionPrefix) {
+		return time.Time{}, false
+	}
+	d, err := time.Parse("20060102", strings.TrimPrefix(name, partitionPrefix))
+	return d, err == nil
 }
 
 // ListPartitions returns the first day (UTC midnight) of every daily
@@ -150,11 +238,9 @@ func ListPartitions(ctx context.Context, db querier) ([]time.Time, error) {
 	for _, n := range names {
 		// Only partitions made here follow the naming; anything else an
 		// operator attached is left alone.
-		d, err := time.Parse("20060102", strings.TrimPrefix(n, partitionPrefix))
-		if err != nil || !strings.HasPrefix(n, partitionPrefix) {
-			continue
+		if d, ok := partitionDay(n); ok {
+			days = append(days, d)
 		}
-		days = append(days, d)
 	}
 	return days, nil
 }
@@ -163,32 +249,78 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
+// partitionLockTimeout bounds every wait for a lock of partition DDL: a
+// long reader of decisions (a stats query, a dashboard) must never make
+// the recorder's writes queue behind a DDL statement waiting for it. A
+// change that times out is retried by the next maintenance run.
+const partitionLockTimeout = "500ms"
 
 // ensurePartitions creates the daily partitions of the given days that do
-// not exist yet.
+// not exist yet. A partition is created as a table of its own and then
+// attached: ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on decisions,
+// which neither readers nor COPY conflict with, where CREATE TABLE ...
+// PARTITION OF would take ACCESS EXCLUSIVE.
 func ensurePartitions(ctx context.Context, pool *pgxpool.Pool, days []time.Time) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	existing, err := ListPartitions(ctx, pool)
+	if err != nil {
+		return err
+	}
+	have := map[time.Time]bool{}
+	for _, d := range existing {
+		have[d] = true
+	}
+	for _, d := range days {
+		d = day(d)
+		if have[d] {
+			continue
+		}
+		if err := createPartition(ctx, pool, d); err != nil {
+			return err
+		}
+		have[d] = true
+	}
+	return nil
+}
+
+// createPartition creates and attaches the partition of day d, in one
+// transaction whose every lock wait is bounded.
+func createPartition(ctx context.Context, pool *pgxpool.Pool, d time.Time) error {
+	name := partitionName(d)
+	ident := pgx.Identifier{name}.Sanitize()
+	from, to := d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339)
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockID); err != nil {
 			return err
 		}
-		for _, d := range days {
-			if err := createPartition(ctx, tx, d); err != nil {
+		var exists, attached bool
+		err := tx.QueryRow(ctx, `
+			SELECT to_regclass($1) IS NOT NULL,
+			       EXISTS (SELECT FROM pg_inherits WHERE inhrelid = to_regclass($1) AND inhparent = 'decisions'::regclass)`,
+			ident).Scan(&exists, &attached)
+		if err != nil || attached {
+			return err // another replica made it meanwhile
+		}
+		if !exists {
+			// LIKE copies the columns, NOT NULL and CHECK constraints and
+			// the indexes (the key among them), which ATTACH then adopts
+			// as the partitions of the parent's indexes. The bound CHECK
+			// lets ATTACH skip scanning the table.
+			sql := fmt.Sprintf(`CREATE TABLE %s (LIKE decisions INCLUDING ALL,
+				CONSTRAINT %s CHECK (time >= '%s' AND time < '%s'))`,
+				ident, pgx.Identifier{name + "_bounds"}.Sanitize(), from, to)
+			if _, err := tx.Exec(ctx, sql); err != nil {
 				return err
 			}
 		}
-		return nil
+		_, err = tx.Exec(ctx, fmt.Sprintf("ALTER TABLE decisions ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')",
+			ident, from, to))
+		return err
 	})
-}
-
-func createPartition(ctx context.Context, db execer, d time.Time) error {
-	d = day(d)
-	sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF decisions FOR VALUES FROM ('%s') TO ('%s')",
-		pgx.Identifier{partitionName(d)}.Sanitize(), d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
-	if _, err := db.Exec(ctx, sql); err != nil {
-		return fmt.Errorf("create partition %s: %w", partitionName(d), err)
+	if err != nil {
+		return fmt.Errorf("create partition %s: %w", name, err)
 	}
 	return nil
 }

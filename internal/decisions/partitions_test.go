@@ -85,3 +85,126 @@ func TestRetentionShorterThanADayIsRefused(t *testing.T) {
 		t.Fatal("Maintain with a 1h retention succeeded")
 	}
 }
+
+// A long reader of decisions (a stats query, a dashboard) neither blocks
+// the creation of a partition nor, through the DDL waiting for it, the
+// COPY of today's rows. A lock that does conflict makes creation fail
+// fast, and it is retried.
+func TestPartitionDDLDoesNotBlockWrites(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.insert(t, decision(time.Now()))
+
+	reader, err := f.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Release()
+	if _, err := reader.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRow(ctx, "SELECT count(*) FROM decisions").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+
+	created := make(chan error, 1)
+	go func() { created <- ensurePartitions(ctx, f.pool, []time.Time{time.Now().AddDate(0, 0, 20)}) }()
+	select {
+	case err := <-created:
+		if err != nil {
+			t.Fatalf("creating a partition beside a reader: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("creating a partition waits for a reader of decisions")
+	}
+	copyPrompt(t, f)
+
+	// SHARE UPDATE EXCLUSIVE conflicts with ATTACH but not with COPY:
+	// creation gives up within the lock timeout, writes go on.
+	if _, err := reader.Exec(ctx, "LOCK TABLE decisions IN SHARE UPDATE EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = ensurePartitions(ctx, f.pool, []time.Time{time.Now().AddDate(0, 0, 21)})
+	if err == nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("creating a partition against a conflicting lock: %v after %s; want a lock timeout at once", err, time.Since(start))
+	}
+	copyPrompt(t, f)
+	if _, err := reader.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	// Retried, it succeeds.
+	if err := ensurePartitions(ctx, f.pool, []time.Time{time.Now().AddDate(0, 0, 21)}); err != nil {
+		t.Fatal(err)
+	}
+	f.insert(t, decision(time.Now().AddDate(0, 0, 21)))
+}
+
+// copyPrompt checks that a COPY of today's rows completes in a few seconds.
+func copyPrompt(t *testing.T, f *fixture) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	d := decision(time.Now())
+	normalize(d)
+	if err := copyBatch(ctx, f.pool, []*Decision{d}); err != nil {
+		t.Fatalf("COPY of today's rows beside partition DDL: %v", err)
+	}
+}
+
+// Dropping a partition past the retention beside a long reader gives up
+// fast (the reader keeps it) and finishes on a later run; a partition left
+// detached but not dropped is dropped too.
+func TestPartitionDropBesideReader(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	p := &Partitions{Pool: f.pool, Retention: 48 * time.Hour, Ahead: 1, Now: func() time.Time { return now }}
+	old := now.AddDate(0, 0, -5)
+	f.insert(t, decision(old), decision(now))
+
+	reader, err := f.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Release()
+	if _, err := reader.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRow(ctx, "SELECT count(*) FROM decisions").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = p.Maintain(ctx)
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("maintenance beside a reader took %s", time.Since(start))
+	}
+	copyPrompt(t, f)
+	if _, err := reader.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Logf("first run, beside the reader: %v", err)
+	}
+	if err := p.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := f.pool.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = $1", partitionName(old)).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("partition %s still there (%d, %v)", partitionName(old), left, err)
+	}
+
+	// Detached by a run that died before the DROP: dropped by the next.
+	f.insert(t, decision(now.AddDate(0, 0, -4)))
+	if _, err := f.pool.Exec(ctx, "ALTER TABLE decisions DETACH PARTITION "+partitionName(now.AddDate(0, 0, -4))); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.pool.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = $1", partitionName(now.AddDate(0, 0, -4))).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("detached partition still there (%d, %v)", left, err)
+	}
+}
