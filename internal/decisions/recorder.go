@@ -124,8 +124,9 @@ func NewPGRecorder(cfg RecorderConfig) (*PGRecorder, error) {
 }
 
 // Record queues d and returns at once. With the queue full, or after
-// Close, d is appended to the spill file instead (no fsync on this path:
-// the writer syncs it within FlushInterval).
+// Close, d is appended to the spill file instead, never with an fsync on
+// the request's path: the writer syncs it within FlushInterval, or Close
+// at its end.
 func (r *PGRecorder) Record(d *Decision) {
 	normalize(d)
 	r.m.queued.Inc()
@@ -138,9 +139,8 @@ func (r *PGRecorder) Record(d *Decision) {
 		default:
 		}
 	}
-	closed := r.closed
 	r.mu.RUnlock()
-	r.spill([]*Decision{d}, closed)
+	r.spill([]*Decision{d}, false)
 }
 
 // normalize makes sure a decision can be stored: the id is the key and
@@ -289,11 +289,17 @@ func (r *PGRecorder) spill(ds []*Decision, sync bool) {
 		buf = append(append(buf, b...), '\n')
 		n++
 	}
-	if err := r.spool.append(buf, sync); err != nil {
+	written, err := r.spool.append(buf, sync)
+	if !written {
 		r.drop(n, err)
 		return
 	}
+	// In the file, so replayed: spilled, even if it could not be synced.
 	r.m.spilled.Add(float64(n))
+	if err != nil {
+		r.cfg.Logger.Error("syncing the decision spill file failed: the decisions are in it but may not survive a crash of the machine",
+			"count", n, "error", err, "spill_dir", r.cfg.SpillDir)
+	}
 }
 
 func (r *PGRecorder) drop(n int, err error) {

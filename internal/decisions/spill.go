@@ -22,20 +22,51 @@ import (
 // removes a file only after its rows are committed. A new process never
 // appends to an old file, so only the last line of a file can be torn by a
 // crash.
+//
+// No fsync ever runs under mu: a request spilling one decision (queue
+// full) must not wait for the writer's fsync of a batch, nor for a
+// rotation's. A segment leaving its place as current is detached under
+// mu and synced and closed outside it.
 type spool struct {
 	dir     string
 	maxSize int64 // rotate the current segment beyond this size
 
-	mu    sync.Mutex
-	f     *os.File // current segment; nil until the next append
-	size  int64    // bytes in the current segment
-	dirty bool     // written since the last fsync
-	seq   int      // files made by this process
+	mu  sync.Mutex
+	cur *segment // nil until the next append
+	seq int      // files made by this process
 
 	bytes atomic.Int64 // bytes in all segments, for the gauge
 }
 
+// segment is one spill file being written.
+type segment struct {
+	f    *os.File
+	size int64 // bytes in the file (mu)
+	// written counts the writes, synced the writes an fsync covered (mu):
+	// the segment is dirty while synced < written.
+	written, synced uint64
+	// done is closed once the detached segment is synced and closed, with
+	// closeErr the result.
+	done     chan struct{}
+	closeErr error
+}
+
+// finish syncs and closes a detached segment; only the goroutine that
+// detached it calls it.
+func (g *segment) finish() error {
+	err := fsync(g.f)
+	if cerr := g.f.Close(); err == nil {
+		err = cerr
+	}
+	g.closeErr = err
+	close(g.done)
+	return err
+}
+
 const segmentExt = ".jsonl"
+
+// fsync is (*os.File).Sync; tests replace it.
+var fsync = (*os.File).Sync
 
 func openSpool(dir string, maxSize int64) (*spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -55,27 +86,37 @@ func openSpool(dir string, maxSize int64) (*spool, error) {
 }
 
 // append writes whole lines to the current segment, and fsyncs them when
-// sync is set. A failed write is cut off again and the segment closed, so
-// no partial line stays in the middle of a file. The fsync runs outside the
-// lock: a request spilling one decision (queue full) must not wait for the
-// writer's fsync of a batch.
-func (s *spool) append(lines []byte, sync bool) error {
-	f, err := s.write(lines, sync)
-	if err != nil || !sync || f == nil {
-		return err
+// sync is set. written reports whether the lines are in the file: when
+// they are, err is only a failure to make them durable (they will still be
+// replayed, they are not lost). A failed write is cut off again and the
+// segment closed, so no partial line stays in the middle of a file.
+func (s *spool) append(lines []byte, sync bool) (written bool, err error) {
+	g, gen, detached, err := s.write(lines)
+	switch {
+	case err != nil && g != nil:
+		// The failed write is cut off; earlier lines stay and are synced.
+		_ = g.f.Truncate(g.size)
+		_ = g.finish()
+		return false, err
+	case err != nil:
+		return false, err
+	case detached:
+		// Past the size bound: this append closes the file, and that
+		// syncs it whatever sync says.
+		return true, g.finish()
+	case sync:
+		return true, s.syncSegment(g, gen)
 	}
-	// Closed meanwhile (rotated): closing synced it.
-	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-		return err
-	}
-	return nil
+	return true, nil
 }
 
-// write appends lines and returns the file to fsync, if still open.
-func (s *spool) write(lines []byte, sync bool) (*os.File, error) {
+// write appends lines under mu. It returns the segment written, the
+// generation of this write and whether the segment was detached (full);
+// on a failed write, the detached segment, if one was open.
+func (s *spool) write(lines []byte) (g *segment, gen uint64, detached bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.f == nil {
+	if s.cur == nil {
 		// Names sort in creation order; the pid keeps two processes sharing
 		// a directory by mistake from sharing a file, and seq two files of
 		// one process made within a clock tick.
@@ -83,62 +124,73 @@ func (s *spool) write(lines []byte, sync bool) (*os.File, error) {
 		name := fmt.Sprintf("spill-%020d-%d-%d%s", time.Now().UnixNano(), os.Getpid(), s.seq, segmentExt)
 		f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err != nil {
-			return nil, err
+			return nil, 0, false, err
 		}
-		s.f, s.size = f, 0
+		s.cur = &segment{f: f, done: make(chan struct{})}
 	}
-	n, err := s.f.Write(lines)
+	g = s.cur
+	n, err := g.f.Write(lines)
 	if err != nil {
-		_ = s.f.Truncate(s.size)
-		_ = s.f.Close()
-		s.f = nil
-		return nil, err
+		s.cur = nil
+		return g, 0, true, err
 	}
-	s.size += int64(n)
+	g.size += int64(n)
+	g.written++
 	s.bytes.Add(int64(n))
-	if s.size >= s.maxSize {
-		return nil, s.closeCurrent()
+	if g.size >= s.maxSize {
+		s.cur = nil
+		return g, g.written, true, nil
 	}
-	// The caller's fsync covers earlier unsynced appends too.
-	s.dirty = !sync
-	return s.f, nil
+	return g, g.written, false, nil
 }
 
-// sync fsyncs what append wrote without sync.
-func (s *spool) sync() error {
-	s.mu.Lock()
-	f := s.f
-	if !s.dirty {
-		f = nil
-	}
-	s.dirty = false
-	s.mu.Unlock()
-	if f == nil {
-		return nil
-	}
-	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+// syncSegment fsyncs g, outside mu, and records which writes that covers.
+// A segment detached meanwhile is synced by whoever detached it: wait for
+// that.
+func (s *spool) syncSegment(g *segment, gen uint64) error {
+	if err := fsync(g.f); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			<-g.done
+			return g.closeErr
+		}
 		return err
 	}
+	s.mu.Lock()
+	g.synced = max(g.synced, gen)
+	s.mu.Unlock()
 	return nil
 }
 
-// rotate closes the current segment, so that replay can read it.
-func (s *spool) rotate() error {
+// sync fsyncs what append wrote without sync. The writes stay dirty until
+// an fsync succeeds.
+func (s *spool) sync() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closeCurrent()
-}
-
-func (s *spool) closeCurrent() error {
-	if s.f == nil {
+	g := s.cur
+	var gen uint64
+	if g != nil {
+		gen = g.written
+		if g.synced >= gen {
+			g = nil
+		}
+	}
+	s.mu.Unlock()
+	if g == nil {
 		return nil
 	}
-	err := s.f.Sync()
-	if cerr := s.f.Close(); err == nil {
-		err = cerr
+	return s.syncSegment(g, gen)
+}
+
+// rotate detaches the current segment and syncs and closes it, so that
+// replay can read it.
+func (s *spool) rotate() error {
+	s.mu.Lock()
+	g := s.cur
+	s.cur = nil
+	s.mu.Unlock()
+	if g == nil {
+		return nil
 	}
-	s.f, s.dirty = nil, false
-	return err
+	return g.finish()
 }
 
 // segments returns the closed segment files, oldest first.
@@ -149,8 +201,8 @@ func (s *spool) segments() ([]string, error) {
 	}
 	s.mu.Lock()
 	current := ""
-	if s.f != nil {
-		current = s.f.Name()
+	if s.cur != nil {
+		current = s.cur.f.Name()
 	}
 	s.mu.Unlock()
 	var out []string
@@ -180,11 +232,10 @@ func (s *spool) remove(path string) error {
 	return nil
 }
 
-func (s *spool) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closeCurrent()
-}
+// close syncs and closes the current segment. An append after it starts a
+// new file (not synced by anyone: it survives the process, not a crash of
+// the machine).
+func (s *spool) close() error { return s.rotate() }
 
 // readSegment calls fn with the decisions of a segment in chunks of at most
 // n. Lines that do not parse (a line torn by a crash, or damage) are

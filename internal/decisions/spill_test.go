@@ -1,9 +1,12 @@
 package decisions
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -52,7 +55,7 @@ func TestSpoolRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.append([]byte("a\n"), true); err != nil {
+	if _, err := s.append([]byte("a\n"), true); err != nil {
 		t.Fatal(err)
 	}
 	if segs, _ := s.segments(); len(segs) != 0 {
@@ -61,7 +64,7 @@ func TestSpoolRotation(t *testing.T) {
 	if err := s.rotate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.append([]byte("b\n"), false); err != nil {
+	if _, err := s.append([]byte("b\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	segs, _ := s.segments()
@@ -69,7 +72,7 @@ func TestSpoolRotation(t *testing.T) {
 		t.Fatalf("segments %v, bytes %d", segs, s.bytes.Load())
 	}
 	// Past the size bound the file closes by itself.
-	if err := s.append(make([]byte, 100), false); err != nil {
+	if _, err := s.append(make([]byte, 100), false); err != nil {
 		t.Fatal(err)
 	}
 	if segs, _ := s.segments(); len(segs) != 2 {
@@ -89,4 +92,98 @@ func TestSpoolRotation(t *testing.T) {
 	if err != nil || s2.bytes.Load() != 102 || !s2.pending() {
 		t.Fatalf("reopened: %d bytes, %v", s2.bytes.Load(), err)
 	}
+}
+
+// setFsync replaces fsync for the test.
+func setFsync(t *testing.T, fn func(*os.File) error) {
+	t.Helper()
+	old := fsync
+	fsync = fn
+	t.Cleanup(func() { fsync = old })
+}
+
+// An fsync (a rotation, the writer's batch) never holds the spool's lock:
+// a request spilling a decision meanwhile does not wait for it.
+func TestSpoolFsyncOutsideTheLock(t *testing.T) {
+	s, err := openSpool(t.TempDir(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	entered := make(chan struct{}, 10)
+	setFsync(t, func(f *os.File) error {
+		entered <- struct{}{}
+		<-release
+		return f.Sync()
+	})
+	defer close(release)
+	for _, start := range []func(){
+		func() { _ = s.rotate() },                            // replay closing the file
+		func() { _, _ = s.append(make([]byte, 100), false) }, // a rotation by size
+		func() { _, _ = s.append([]byte("batch\n"), true) },  // the writer's batch
+	} {
+		if _, err := s.append([]byte("a\n"), false); err != nil {
+			t.Fatal(err)
+		}
+		go start()
+		<-entered
+		done := make(chan error, 1)
+		go func() { _, err := s.append([]byte("b\n"), false); done <- err }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("an append waited for an fsync")
+		}
+	}
+}
+
+// A failed fsync leaves the writes dirty, so the next sync tries again;
+// lines written to a file that then fails to close are spilled, not
+// dropped.
+func TestSpoolFailedFsync(t *testing.T) {
+	s, err := openSpool(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fail atomic.Bool
+	var calls atomic.Int64
+	fail.Store(true)
+	setFsync(t, func(f *os.File) error {
+		calls.Add(1)
+		if fail.Load() {
+			return errors.New("EIO")
+		}
+		return f.Sync()
+	})
+	if _, err := s.append([]byte("a\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	written, err := s.append([]byte("b\n"), true)
+	if !written || err == nil {
+		t.Fatalf("append with a failing fsync: written %v, err %v", written, err)
+	}
+	fail.Store(false)
+	calls.Store(0)
+	if err := s.sync(); err != nil || calls.Load() != 1 {
+		t.Fatalf("sync after a failed fsync: %d fsyncs (%v), want 1", calls.Load(), err)
+	}
+	if err := s.sync(); err != nil || calls.Load() != 1 {
+		t.Fatalf("sync with nothing new: %d fsyncs (%v), want none more", calls.Load(), err)
+	}
+
+	// Through the recorder: a file that cannot be closed after its lines
+	// are written counts them as spilled.
+	fail.Store(true)
+	f := newFixture(t)
+	r := f.recorder(t, func(c *RecorderConfig) { c.MaxSpillFileBytes = 1 })
+	r.spill([]*Decision{decision(time.Now()), decision(time.Now())}, true)
+	if d, sp := f.counter(t, "portcullis_decisions_dropped_total"), f.counter(t, "portcullis_decisions_spilled_total"); d != 0 || sp != 2 {
+		t.Fatalf("dropped %d, spilled %d; want 0 and 2", d, sp)
+	}
+	fail.Store(false)
+	f.waitRows(t, 2)
+	_ = r.Close(context.Background())
 }
