@@ -35,8 +35,12 @@ type RecorderConfig struct {
 	// MaxSpillFileBytes starts a new spill file beyond this size (64 MiB), so
 	// that replay commits and removes files as it goes.
 	MaxSpillFileBytes int64
-	Registerer        prometheus.Registerer
-	Logger            *slog.Logger
+	// Retention is the partitions' retention (--decision-retention):
+	// replay skips, and counts as dropped, spilled decisions older than it
+	// rather than create their dropped partition again. Zero: no limit.
+	Retention  time.Duration
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 }
 
 func (c *RecorderConfig) defaults() {

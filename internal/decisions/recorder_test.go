@@ -317,3 +317,81 @@ func TestReplayDropsOnlyRefusedRows(t *testing.T) {
 		t.Fatalf("dropped = %d, want 2 (the refused row and the torn line)", got)
 	}
 }
+
+// A replay that keeps failing does not keep the recorder on disk: once
+// the database answers, decisions are written directly again.
+func TestLastingReplayFailureDoesNotKeepTheRecorderDown(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// Rows of tenant 666 fail with an error no retry changes and that is
+	// not a data error: the spill file holding one can never be replayed.
+	if _, err := f.pool.Exec(ctx, `
+		CREATE FUNCTION refuse_666() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.tenant_id = 666 THEN RAISE EXCEPTION 'refused' USING ERRCODE = 'P0001'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_666 BEFORE INSERT ON decisions FOR EACH ROW EXECUTE FUNCTION refuse_666()`); err != nil {
+		t.Fatal(err)
+	}
+	poison := decision(time.Now())
+	poison.TenantID = 666
+	writeSpill(t, f.dir, []*Decision{poison})
+	r := f.recorder(t)
+	r.down.Store(true) // as after a failed write
+	waitFor(t, func() bool { return !r.down.Load() })
+	for range 50 {
+		r.Record(decision(time.Now()))
+	}
+	f.waitRows(t, 50)
+	if got := f.counter(t, "portcullis_decisions_written_total"); got != 50 {
+		t.Fatalf("written directly = %d, want 50", got)
+	}
+	if _, err := r.Replay(ctx); err == nil {
+		t.Fatal("the poisoned spill file replayed")
+	}
+}
+
+// Replay does not need a temporary table, and names its columns: a column
+// added later with a default does not break it.
+func TestReplayWithoutTempAndWithANewColumn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `ALTER TABLE decisions ADD COLUMN extra text NOT NULL DEFAULT 'x'`); err != nil {
+		t.Fatal(err)
+	}
+	var ds []*Decision
+	for range 30 {
+		ds = append(ds, denied(decision(time.Now()), "no-latest"))
+	}
+	writeSpill(t, f.dir, ds)
+	r := f.recorder(t, func(c *RecorderConfig) { c.RetryInterval = time.Hour })
+	n, err := r.Replay(ctx)
+	if err != nil || n != 30 {
+		t.Fatalf("replayed %d (%v), want 30", n, err)
+	}
+	var deniedRows int
+	if err := f.pool.QueryRow(ctx, "SELECT count(*) FROM decisions WHERE denied_by = '{no-latest}' AND extra = 'x' AND user_groups = '{system:authenticated}'").Scan(&deniedRows); err != nil || deniedRows != 30 {
+		t.Fatalf("%d whole rows (%v), want 30", deniedRows, err)
+	}
+}
+
+// Spilled decisions older than the retention are dropped, loudly, rather
+// than create their dropped partition again.
+func TestReplaySkipsPastRetention(t *testing.T) {
+	f := newFixture(t)
+	old := decision(time.Now().AddDate(0, 0, -10))
+	writeSpill(t, f.dir, []*Decision{old, decision(time.Now())})
+	f.recorder(t, func(c *RecorderConfig) { c.Retention = 48 * time.Hour })
+	f.waitRows(t, 1)
+	waitFor(t, func() bool { return f.counter(t, "portcullis_decisions_spill_bytes") == 0 })
+	if got := f.counter(t, "portcullis_decisions_dropped_total"); got != 2 {
+		t.Fatalf("dropped = %d, want 2 (past retention, and the torn line)", got)
+	}
+	days, err := ListPartitions(context.Background(), f.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range days {
+		if d.Equal(day(old.Time)) {
+			t.Fatalf("partition %s created for a decision past the retention", partitionName(d))
+		}
+	}
+}

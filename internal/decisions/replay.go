@@ -2,13 +2,15 @@ package decisions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // replayChunk is how many spilled rows one replay transaction inserts.
@@ -21,14 +23,21 @@ func (r *PGRecorder) replayLoop(ctx context.Context) {
 	for {
 		// While the database is down, probe it before replaying: a replay
 		// closes the spill file being written, and one attempt a second
-		// would leave a file a second behind.
-		if r.spool.pending() || r.down.Load() {
+		// would leave a file a second behind. A successful probe resumes
+		// direct writes at once, whatever becomes of the replay: a replay
+		// that keeps failing (a segment that cannot be removed) must not
+		// keep every new decision on disk.
+		if r.down.Load() {
 			if err := r.probe(ctx); err != nil {
 				r.logReplayFailure(ctx, err)
-			} else if n, err := r.Replay(ctx); err != nil {
-				r.logReplayFailure(ctx, err)
 			} else if r.down.Swap(false) {
-				r.cfg.Logger.Info("the database is back: writing decisions again", "replayed", n)
+				r.cfg.Logger.Info("the database is back: writing decisions again",
+					"spill_bytes", r.spool.bytes.Load())
+			}
+		}
+		if !r.down.Load() && r.spool.pending() {
+			if _, err := r.Replay(ctx); err != nil {
+				r.logReplayFailure(ctx, err)
 			}
 		}
 		select {
@@ -47,6 +56,12 @@ func (r *PGRecorder) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
 	defer cancel()
 	return r.cfg.Pool.Ping(ctx)
+}
+
+// replayChunkTimeout bounds one chunk of a replay, so that a replay
+// stuck on a lock cannot hold the replayer forever.
+func (r *PGRecorder) replayChunkTimeout() time.Duration {
+	return max(6*r.cfg.WriteTimeout, 30*time.Second)
 }
 
 // logReplayFailure logs at most every 30s while the database stays away.
@@ -77,7 +92,13 @@ func (r *PGRecorder) Replay(ctx context.Context) (int, error) {
 	for _, seg := range segs {
 		inserted := 0
 		bad, err := readSegment(seg, replayChunk, func(ds []*Decision) error {
-			n, err := r.insertOnce(ctx, ds)
+			ds = r.skipPastRetention(ds, seg)
+			if len(ds) == 0 {
+				return nil
+			}
+			cctx, cancel := context.WithTimeout(ctx, r.replayChunkTimeout())
+			defer cancel()
+			n, err := r.insertOnce(cctx, ds)
 			inserted += n
 			return err
 		})
@@ -99,9 +120,46 @@ func (r *PGRecorder) Replay(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// insertOnce inserts the decisions whose id is not stored yet, through a
-// staging table: COPY cannot skip conflicts. Rows PostgreSQL refuses as
-// data are inserted one by one so that one bad row loses only itself.
+// skipPastRetention drops, loudly, the decisions whose day's partition
+// retention has already dropped (or will at its next run): inserting them
+// would create that partition again.
+func (r *PGRecorder) skipPastRetention(ds []*Decision, seg string) []*Decision {
+	if r.cfg.Retention <= 0 {
+		return ds
+	}
+	cutoff := time.Now().Add(-r.cfg.Retention)
+	kept := ds[:0]
+	old := 0
+	var oldest time.Time
+	for _, d := range ds {
+		if !day(d.Time).AddDate(0, 0, 1).After(cutoff) {
+			old++
+			if oldest.IsZero() || d.Time.Before(oldest) {
+				oldest = d.Time
+			}
+			continue
+		}
+		kept = append(kept, d)
+	}
+	if old > 0 {
+		r.m.dropped.Add(float64(old))
+		r.cfg.Logger.Error("DECISIONS LOST: spilled decisions are past the retention, their partitions dropped; not replayed",
+			"count", old, "oldest", oldest, "retention", r.cfg.Retention.String(), "file", seg)
+	}
+	return kept
+}
+
+// insertSQL inserts a JSON array of rows (one object per row, keyed by
+// column) and skips the ids already stored. Every column is named, so a
+// column added later with a default does not break replay, and no
+// temporary table (TEMP privilege) is needed.
+var insertSQL = fmt.Sprintf(`INSERT INTO decisions (%[1]s)
+	SELECT %[1]s FROM jsonb_populate_recordset(NULL::decisions, $1::jsonb)
+	ON CONFLICT DO NOTHING`, strings.Join(columns, ", "))
+
+// insertOnce inserts the decisions whose id is not stored yet. Rows
+// PostgreSQL refuses as data are inserted one by one so that one bad row
+// loses only itself.
 func (r *PGRecorder) insertOnce(ctx context.Context, ds []*Decision) (int, error) {
 	if err := ensurePartitions(ctx, r.cfg.Pool, daysOf(ds)); err != nil {
 		return 0, err
@@ -110,22 +168,27 @@ func (r *PGRecorder) insertOnce(ctx context.Context, ds []*Decision) (int, error
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE decisions_replay (LIKE decisions) ON COMMIT DROP`); err != nil {
-			return err
+	objs := make([]map[string]any, len(rows))
+	for i, row := range rows {
+		o := make(map[string]any, len(columns))
+		for j, c := range columns {
+			v := row[j]
+			if u, ok := v.(pgtype.UUID); ok {
+				v = uuid.UUID(u.Bytes).String()
+			}
+			o[c] = v
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"decisions_replay"}, columns, pgx.CopyFromRows(rows)); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO decisions SELECT * FROM decisions_replay ON CONFLICT DO NOTHING`)
-		n = tag.RowsAffected()
-		return err
-	})
+		objs[i] = o
+	}
+	payload, err := json.Marshal(objs)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := r.cfg.Pool.Exec(ctx, insertSQL, string(payload))
 	if isDataError(err) {
 		return r.insertEach(ctx, ds, rows)
 	}
-	return int(n), err
+	return int(tag.RowsAffected()), err
 }
 
 func (r *PGRecorder) insertEach(ctx context.Context, ds []*Decision, rows [][]any) (int, error) {
