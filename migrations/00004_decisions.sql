@@ -5,7 +5,10 @@
 -- There is no default partition on purpose: retention drops whole days,
 -- and a default partition would collect rows no drop ever removes. A row
 -- whose day has no partition makes its batch fail, and the recorder then
--- creates the partition and writes again.
+-- creates the partition and writes again. Partitions are created as plain
+-- tables (LIKE decisions INCLUDING ALL) and then attached, and detached
+-- CONCURRENTLY before they are dropped: neither takes more than SHARE
+-- UPDATE EXCLUSIVE on decisions, so DDL never queues writes behind a reader.
 --
 -- There is no foreign key to tenants: partitions age out on their own, and
 -- a deleted tenant's decisions go with them. The Grafana dashboards query
@@ -57,6 +60,8 @@ CREATE TABLE decisions (
 -- tenant; the verdict filter and stats by verdict; policy filters and the
 -- stats by denying policy.
 CREATE INDEX decisions_tenant_time ON decisions (tenant_id, time DESC, id DESC);
+-- The listing filtered by cluster (the API's cluster=), same keyset order.
+CREATE INDEX decisions_tenant_cluster_id_time ON decisions (tenant_id, cluster, time DESC, id DESC);
 CREATE INDEX decisions_tenant_verdict_time ON decisions (tenant_id, verdict, time DESC);
 CREATE INDEX decisions_policies ON decisions USING gin (policies);
 CREATE INDEX decisions_denied_by ON decisions USING gin (denied_by);

@@ -92,7 +92,7 @@ func (s *Store) Stats(ctx context.Context, tenantID int64, q StatsQuery) (Stats,
 	}
 	args := []any{tenantID, q.Since, q.Until, fmt.Sprintf("%d seconds", int64(q.Bucket/time.Second)), q.Cluster}
 	const where = `tenant_id = $1 AND time >= $2 AND time < $3 AND ($5 = '' OR cluster = $5)`
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.readTx(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT date_bin($4::interval, time, 'epoch'::timestamptz) AS b, verdict, cluster, count(*)
 			FROM decisions WHERE `+where+`

@@ -15,10 +15,34 @@ import (
 )
 
 // Store reads a tenant's decisions.
-type Store struct{ pool *pgxpool.Pool }
+type Store struct {
+	pool *pgxpool.Pool
+	// timeout bounds each List and Stats in the database (statement_timeout).
+	timeout time.Duration
+}
+
+// QueryTimeout bounds every query of a Store: a broad filter over a long
+// retention must not hold a connection, and the locks it reads under, for
+// long.
+const QueryTimeout = 30 * time.Second
 
 // NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, timeout: QueryTimeout} }
+
+// readTx runs fn in a read-only transaction whose statements time out
+// after s.timeout (also when they wait for a lock).
+func (s *Store) readTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: iso, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		ms := s.timeout.Milliseconds()
+		if ms <= 0 {
+			ms = QueryTimeout.Milliseconds()
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", ms)); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
 
 // Page sizes of List.
 const (
@@ -138,11 +162,15 @@ func (s *Store) List(ctx context.Context, tenantID int64, f Filter) (Page, error
 	args = append(args, limit+1)
 	sql := fmt.Sprintf(`SELECT %s FROM decisions WHERE %s ORDER BY time DESC, id DESC LIMIT $%d`,
 		recordColumns, strings.Join(where, " AND "), len(args))
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return Page{}, err
-	}
-	items, err := pgx.CollectRows(rows, scanRecord)
+	var items []Record
+	err := s.readTx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		items, err = pgx.CollectRows(rows, scanRecord)
+		return err
+	})
 	if err != nil {
 		return Page{}, err
 	}

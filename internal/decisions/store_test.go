@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
@@ -290,5 +292,37 @@ func TestRecordJSON(t *testing.T) {
 	if r.ID != d.ID || r.AuditAnnotations["no-latest/image"] != "nginx:latest" || r.Bindings[1].Param != "default/limits" ||
 		r.LatencyMs != 1.5 || r.Code != 403 || r.Warnings[0] != "careful" || !r.Time.Equal(d.Time.Truncate(time.Microsecond)) {
 		t.Fatalf("record %+v", r)
+	}
+}
+
+// List and Stats give up after the store's timeout, in the database, even
+// waiting for a lock.
+func TestQueriesAreBounded(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.insert(t, decision(time.Now()))
+	s := NewStore(f.pool)
+	s.timeout = 300 * time.Millisecond
+	locker, err := f.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Release()
+	if _, err := locker.Exec(ctx, "BEGIN; LOCK TABLE decisions IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = locker.Exec(ctx, "ROLLBACK") }()
+	for name, query := range map[string]func(context.Context) error{
+		"List":  func(ctx context.Context) error { _, err := s.List(ctx, 1, Filter{Cluster: "prod"}); return err },
+		"Stats": func(ctx context.Context) error { _, err := s.Stats(ctx, 1, StatsQuery{}); return err },
+	} {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		start := time.Now()
+		err := query(qctx)
+		cancel()
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "57014" || time.Since(start) > 3*time.Second {
+			t.Errorf("%s behind a lock: %v after %s; want a statement timeout (57014) within the store's timeout", name, err, time.Since(start))
+		}
 	}
 }
