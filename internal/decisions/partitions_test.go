@@ -208,3 +208,31 @@ func TestPartitionDropBesideReader(t *testing.T) {
 		t.Fatalf("detached partition still there (%d, %v)", left, err)
 	}
 }
+
+// A partition made by attaching a table has each of the parent's indexes
+// once, attached to the parent's, and the parent's constraints.
+func TestAttachedPartitionMatchesTheParent(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d := time.Now().AddDate(0, 0, 30)
+	if err := ensurePartitions(ctx, f.pool, []time.Time{d}); err != nil {
+		t.Fatal(err)
+	}
+	var parentIdx, partIdx, attachedIdx int
+	err := f.pool.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM pg_index WHERE indrelid = 'decisions'::regclass),
+		       (SELECT count(*) FROM pg_index WHERE indrelid = to_regclass($1)),
+		       (SELECT count(*) FROM pg_index i JOIN pg_inherits h ON h.inhrelid = i.indexrelid WHERE i.indrelid = to_regclass($1))`,
+		partitionName(d)).Scan(&parentIdx, &partIdx, &attachedIdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parentIdx == 0 || partIdx != parentIdx || attachedIdx != parentIdx {
+		t.Fatalf("parent has %d indexes, the partition %d, %d of them attached", parentIdx, partIdx, attachedIdx)
+	}
+	bad := decision(d)
+	bad.Verdict = "maybe"
+	if err := copyBatch(ctx, f.pool, []*Decision{bad}); err == nil {
+		t.Fatal("the partition accepted a verdict the table's CHECK refuses")
+	}
+}

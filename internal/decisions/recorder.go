@@ -94,6 +94,7 @@ type PGRecorder struct {
 	replayNow     chan struct{}
 	replayMu      sync.Mutex // one replay at a time
 	lastReplayLog time.Time
+	lastDownLog   time.Time // writer goroutine only
 }
 
 // NewPGRecorder opens the spill directory and starts the writer and the
@@ -234,7 +235,10 @@ func (r *PGRecorder) flush(ctx context.Context, batch []*Decision) {
 			r.m.written.Add(float64(len(batch)))
 			return
 		}
-		if !r.down.Swap(true) {
+		// The probe clears down as soon as the database answers; while
+		// writes keep failing anyway, warn at most every 30s.
+		if !r.down.Swap(true) && time.Since(r.lastDownLog) >= 30*time.Second {
+			r.lastDownLog = time.Now()
 			r.cfg.Logger.Warn("writing decisions to the database failed; spilling them to disk until it is back",
 				"error", err, "rows", len(batch), "spill_dir", r.cfg.SpillDir)
 		}
