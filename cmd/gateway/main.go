@@ -334,6 +334,7 @@ func (m *Main) setupDecisions(bg context.Context) error {
 		SpillDir:   filepath.Join(m.Config.StateDir, "decisions"),
 		QueueSize:  m.Config.DecisionQueueSize,
 		BatchRows:  m.Config.DecisionBatchRows,
+		Retention:  m.Config.DecisionRetention,
 		Registerer: m.Registry,
 		Logger:     m.Logger,
 	})
