@@ -79,7 +79,7 @@ func TestApplyAll(t *testing.T) {
 	}
 
 	kinds, err := s.Kinds(ctx, tenant)
-	if err != nil || len(kinds) != 3 || kinds[0] != (schema.GroupKind{Kind: "ConfigMap"}) {
+	if err != nil || len(kinds) != 3 || kinds[0] != (StoredKind{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Live: true}) {
 		t.Fatalf("kinds = %v %v", kinds, err)
 	}
 }
