@@ -301,16 +301,16 @@ func (c *client) sendJSON(e *env, method, path string, q url.Values, body, v any
 	return b, nil
 }
 
-// listAll follows the continue cursor of a list endpoint. It returns the
-// items, and the answer to print for -o json: the server's own when there
-// was one page, else one List of every item.
-func (c *client) listAll(e *env, path string, q url.Values) ([]json.RawMessage, []byte, error) {
+// listAll follows the continue cursor of a list endpoint and decodes the
+// items. It also returns the answer to print for -o json: the server's own
+// when there was one page, else one List of every item.
+func listAll[T any](e *env, c *client, path string, q url.Values) ([]T, []byte, error) {
 	if q == nil {
 		q = url.Values{}
 	}
 	q.Set(apiv1.QueryLimit, fmt.Sprint(apiv1.MaxLimit))
 	var items []json.RawMessage
-	var first []byte
+	var raw []byte
 	for pages := 0; ; pages++ {
 		var page apiv1.List[json.RawMessage]
 		b, err := c.getJSON(e, path, q, &page)
@@ -318,22 +318,26 @@ func (c *client) listAll(e *env, path string, q url.Values) ([]json.RawMessage, 
 			return nil, nil, err
 		}
 		if pages == 0 {
-			first = b
+			raw = b
 		}
 		items = append(items, page.Items...)
 		if page.Continue == "" {
-			if pages == 0 {
-				return items, first, nil
-			}
 			break
 		}
 		q.Set(apiv1.QueryContinue, page.Continue)
+		raw = nil
 	}
 	if items == nil {
 		items = []json.RawMessage{}
 	}
-	all, err := json.MarshalIndent(apiv1.List[json.RawMessage]{Items: items}, "", "  ")
-	return items, all, err
+	if raw == nil {
+		var err error
+		if raw, err = json.MarshalIndent(apiv1.List[json.RawMessage]{Items: items}, "", "  "); err != nil {
+			return nil, nil, err
+		}
+	}
+	out, err := decodeItems[T](items)
+	return out, raw, err
 }
 
 // decodeItems decodes raw list items into typed values.

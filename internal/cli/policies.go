@@ -218,11 +218,7 @@ func cmdGet(e *env, args []string) error {
 	if *selector != "" {
 		q.Set("labelSelector", *selector)
 	}
-	items, raw, err := cl.listAll(e, apiPath("tenants", *tenant, "objects"), q)
-	if err != nil {
-		return err
-	}
-	objs, err := decodeItems[storedObject](items)
+	objs, raw, err := listAll[storedObject](e, cl, apiPath("tenants", *tenant, "objects"), q)
 	if err != nil {
 		return err
 	}
@@ -270,11 +266,7 @@ func (e *env) getOne(cl *client, c *connFlags, tenant, kind, name string, q url.
 // onlyCluster is the tenant's cluster when it has exactly one; otherwise
 // the user must say which with --cluster.
 func (e *env) onlyCluster(cl *client, tenant string) (string, error) {
-	items, _, err := cl.listAll(e, apiPath("tenants", tenant, "clusters"), nil)
-	if err != nil {
-		return "", err
-	}
-	clusters, err := decodeItems[apiv1.Cluster](items)
+	clusters, _, err := listAll[apiv1.Cluster](e, cl, apiPath("tenants", tenant, "clusters"), nil)
 	if err != nil {
 		return "", err
 	}
@@ -292,7 +284,8 @@ func (e *env) onlyCluster(cl *client, tenant string) (string, error) {
 }
 
 func (e *env) getNamespaces(cl *client, c *connFlags, tenant, cluster, name string) error {
-	items, raw, err := cl.listAll(e, apiPath("tenants", tenant, "clusters", cluster, "namespaces"), nil)
+	// The raw items too: NAME prints its own object for -o json.
+	items, raw, err := listAll[json.RawMessage](e, cl, apiPath("tenants", tenant, "clusters", cluster, "namespaces"), nil)
 	if err != nil {
 		return err
 	}
@@ -517,11 +510,7 @@ func cmdHistory(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	items, raw, err := cl.listAll(e, apiPath("tenants", *tenant, "objects", pos[0], pos[1], "history"), obj.query())
-	if err != nil {
-		return err
-	}
-	versions, err := decodeItems[apiv1.Version](items)
+	versions, raw, err := listAll[apiv1.Version](e, cl, apiPath("tenants", *tenant, "objects", pos[0], pos[1], "history"), obj.query())
 	if err != nil {
 		return err
 	}

@@ -135,11 +135,7 @@ func cmdTenantList(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	items, raw, err := cl.listAll(e, apiPath("tenants"), nil)
-	if err != nil {
-		return err
-	}
-	tenants, err := decodeItems[apiv1.Tenant](items)
+	tenants, raw, err := listAll[apiv1.Tenant](e, cl, apiPath("tenants"), nil)
 	if err != nil {
 		return err
 	}
@@ -433,11 +429,7 @@ func cmdClusterList(e *env, args []string) error {
 	if *selector != "" {
 		q.Set("labelSelector", *selector)
 	}
-	items, raw, err := cl.listAll(e, apiPath("tenants", *tenant, "clusters"), q)
-	if err != nil {
-		return err
-	}
-	clusters, err := decodeItems[apiv1.Cluster](items)
+	clusters, raw, err := listAll[apiv1.Cluster](e, cl, apiPath("tenants", *tenant, "clusters"), q)
 	if err != nil {
 		return err
 	}
@@ -491,11 +483,7 @@ func cmdCredentialList(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	items, raw, err := cl.listAll(e, apiPath("tenants", *tenant, "clusters", *cluster, "credentials"), activeOnly(*active))
-	if err != nil {
-		return err
-	}
-	creds, err := decodeItems[apiv1.Credential](items)
+	creds, raw, err := listAll[apiv1.Credential](e, cl, apiPath("tenants", *tenant, "clusters", *cluster, "credentials"), activeOnly(*active))
 	if err != nil {
 		return err
 	}
@@ -821,11 +809,7 @@ func cmdTokenList(e *env, args []string) error {
 	if *tenant != "" {
 		q.Set("tenant", *tenant)
 	}
-	items, raw, err := cl.listAll(e, apiPath("tokens"), q)
-	if err != nil {
-		return err
-	}
-	tokens, err := decodeItems[apiv1.Token](items)
+	tokens, raw, err := listAll[apiv1.Token](e, cl, apiPath("tokens"), q)
 	if err != nil {
 		return err
 	}
