@@ -56,6 +56,13 @@ type frame struct {
 	cache  map[varKey]varResult
 	policy int
 	param  *param
+
+	// fast is set when this request may use the fast path (fast.go).
+	rc      *reqCtx
+	cp      *compiledPolicy
+	fast    bool
+	fastVal []any
+	fastSt  []uint8 // per variable: 0 not evaluated, 1 fastVal holds it, 2 left to cel-go
 }
 
 // varKey identifies a variable's value within one request: the inputs it
@@ -156,11 +163,18 @@ func (f *frame) evaluate(ce *compiledExpr, remaining int64) (plugincel.Evaluatio
 		}
 		return ev, remaining, nil
 	}
+	if f.fast && ce.fast != nil {
+		if v, cost, ok := ce.fast.eval(f); ok {
+			if val, ok := fastResult(v); ok {
+				return f.fastEvaluated(ev, val, int64(cost), remaining)
+			}
+		}
+	}
 	val, details, err := ce.result.Program.ContextEval(f.ctx, &f.act)
 	compositionCost := f.compositionCost
 	f.compositionCost = 0
 	if compositionCost > remaining {
-		return ev, -1, errOutOfBudget
+		return ev, -1, f.outOfBudget()
 	}
 	remaining -= compositionCost
 	if details == nil {
@@ -178,7 +192,7 @@ func (f *frame) evaluate(ce *compiledExpr, remaining int64) (plugincel.Evaluatio
 		}
 	}
 	if *rtCost > math.MaxInt64 || int64(*rtCost) > remaining {
-		return ev, -1, errOutOfBudget
+		return ev, -1, f.outOfBudget()
 	}
 	remaining -= int64(*rtCost)
 	if err != nil {
@@ -191,6 +205,104 @@ func (f *frame) evaluate(ce *compiledExpr, remaining int64) (plugincel.Evaluatio
 	}
 	f.record(ce, ev, int64(*rtCost)+compositionCost)
 	return ev, remaining, nil
+}
+
+// outOfBudget is the plugin's out-of-budget error. In fast mode the budget
+// holds upper bounds, not costs, so the request is evaluated again exactly
+// instead (Snapshot.Validate).
+func (f *frame) outOfBudget() error {
+	if f.fast {
+		f.rc.redo = true
+	}
+	return errOutOfBudget
+}
+
+// fastEvaluated finishes evaluate for a fast-path result, with the same
+// budget arithmetic on the bound.
+func (f *frame) fastEvaluated(ev plugincel.EvaluationResult, val ref.Val, cost, remaining int64) (plugincel.EvaluationResult, int64, error) {
+	compositionCost := f.compositionCost
+	f.compositionCost = 0
+	if compositionCost > remaining {
+		return ev, -1, f.outOfBudget()
+	}
+	remaining -= compositionCost
+	if cost > remaining {
+		return ev, -1, f.outOfBudget()
+	}
+	remaining -= cost
+	ev.EvalResult = val
+	return ev, remaining, nil
+}
+
+func (f *frame) fastObject() any {
+	if o := f.rc.req.Object; o != nil {
+		return o
+	}
+	return nil
+}
+
+func (f *frame) fastOldObject() any {
+	if o := f.rc.req.OldObject; o != nil {
+		return o
+	}
+	return nil
+}
+
+func (f *frame) cancelled() bool { return f.ctx.Err() != nil }
+
+// fastVariable is the fast path's read of variables.<name>: memoised per
+// frame like the lazy map, shared across policies like variable, and
+// charged to the composition cost like evalVariable, with its bound.
+func (f *frame) fastVariable(name string) (any, bool) {
+	i, ok := f.cp.varIndex[name]
+	if !ok {
+		return nil, false
+	}
+	if f.fastSt == nil {
+		f.fastVal = make([]any, len(f.cp.variables))
+		f.fastSt = make([]uint8, len(f.cp.variables))
+	}
+	switch f.fastSt[i] {
+	case 1:
+		return f.fastVal[i], true
+	case 2:
+		return nil, false
+	}
+	f.fastSt[i] = 2 // also guards against a cycle
+	v := &f.cp.variables[i]
+	if v.expr.fast == nil || v.expr.result.Error != nil {
+		return nil, false
+	}
+	var key varKey
+	if v.cacheable {
+		key = varKey{share: v.shareKey, policy: -1, variable: -1, request: f.act.request.(ref.Val), ns: f.act.namespace.(ref.Val)}
+		if v.shareKey == "" {
+			key.policy, key.variable, key.param = f.policy, i, f.param
+		}
+		if r, ok := f.rc.fastVars[key]; ok {
+			f.compositionCost += r.cost
+			f.fastSt[i], f.fastVal[i] = 1, r.val
+			return r.val, true
+		}
+	}
+	val, cost, ok := v.expr.fast.eval(f)
+	if !ok {
+		return nil, false
+	}
+	f.compositionCost += int64(cost)
+	if v.cacheable {
+		if f.rc.fastVars == nil {
+			f.rc.fastVars = make(map[varKey]fastVarResult, 8)
+		}
+		f.rc.fastVars[key] = fastVarResult{val: val, cost: int64(cost)}
+	}
+	f.fastSt[i], f.fastVal[i] = 1, val
+	return val, true
+}
+
+type fastVarResult struct {
+	val  any
+	cost int64
 }
 
 func (f *frame) record(ce *compiledExpr, ev plugincel.EvaluationResult, cost int64) {

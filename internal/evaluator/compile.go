@@ -51,7 +51,8 @@ type compiledExpr struct {
 	field  string // e.g. spec.validations[0].expression
 	text   string
 	result plugincel.CompilationResult
-	shared *progEntry // keeps the shared compile result alive
+	shared *progEntry   // keeps the shared compile result alive
+	fast   *fastProgram // see fast.go; nil when cel-go must evaluate it
 }
 
 type compiledVariable struct {
@@ -314,6 +315,13 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 	usesNamespace := false
 	check := func(field, text string, res plugincel.CompilationResult, shared *progEntry) compiledExpr {
 		ce := compiledExpr{field: field, text: text, result: res, shared: shared}
+		switch {
+		case res.Error != nil:
+		case shared != nil:
+			ce.fast = shared.fast
+		default:
+			ce.fast = compileFast(parseEnv, text)
+		}
 		if res.Error == nil && (strings.Contains(text, "authorizer") || strings.Contains(text, "namespaceObject")) {
 			auth, nsFull := analyse(text)
 			if auth {
@@ -324,6 +332,7 @@ func compilePolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy, mode En
 						Detail: errAuthorizerUnsupported,
 					},
 				}
+				ce.fast = nil
 			}
 			usesNamespace = usesNamespace || nsFull
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	celtypes "github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -43,6 +44,10 @@ var admissionConfigResources = map[schema.GroupResource]bool{
 	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}:   true,
 }
 
+// fastRedos counts requests evaluated twice because the fast path's cost
+// bounds ran out of budget.
+var fastRedos atomic.Int64
+
 // reqCtx holds what one Validate call computes at most once.
 type reqCtx struct {
 	ctx      context.Context
@@ -74,6 +79,12 @@ type reqCtx struct {
 	validationFailures []validating.ValidationFailureValue
 
 	varCache map[varKey]varResult
+
+	// exact turns the fast path off; redo asks for the request to be
+	// evaluated again with exact set (see fast.go).
+	exact    bool
+	redo     bool
+	fastVars map[varKey]fastVarResult
 }
 
 type requestVal struct {
@@ -221,7 +232,8 @@ func (rc *reqCtx) newFrame(cp *compiledPolicy, p *param, request ref.Val, namesp
 	if rc.varCache == nil {
 		rc.varCache = make(map[varKey]varResult, 8)
 	}
-	f := &frame{ctx: rc.ctx, trace: trace, cache: rc.varCache, policy: cp.index, param: p}
+	f := &frame{ctx: rc.ctx, trace: trace, cache: rc.varCache, policy: cp.index, param: p,
+		rc: rc, cp: cp, fast: !rc.exact && !rc.trace}
 	f.act.object = obj
 	f.act.oldObject = old
 	if p != nil {
@@ -440,7 +452,7 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 	}
 	r := normalizeRequest(req)
 	res := &Result{Allowed: true}
-	rc := &reqCtx{ctx: ctx, s: s, req: r, nsLookup: ns, res: res, trace: cfg.trace}
+	rc := &reqCtx{ctx: ctx, s: s, req: r, nsLookup: ns, res: res, trace: cfg.trace, exact: cfg.exact}
 
 	if admissionConfigResources[r.RequestResource.GroupResource()] {
 		return res
@@ -460,6 +472,19 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 
 	for _, pi := range candidates {
 		rc.dispatchPolicy(s.hooks[pi])
+		if rc.redo {
+			break
+		}
+	}
+	if rc.redo {
+		fastRedos.Add(1)
+		// A budget check on the fast path's cost bounds failed: only exact
+		// costs may decide that, so start again without the fast path.
+		res = &Result{Allowed: true}
+		rc = &reqCtx{ctx: ctx, s: s, req: r, nsLookup: ns, res: res, trace: cfg.trace, exact: true}
+		for _, pi := range candidates {
+			rc.dispatchPolicy(s.hooks[pi])
+		}
 	}
 
 	if len(rc.validationFailures) > 0 {

@@ -208,6 +208,7 @@ type ValidateOption func(*validateConfig)
 
 type validateConfig struct {
 	trace bool
+	exact bool // no fast path; the tests compare the two
 }
 
 // WithTrace asks Validate to fill Result.Trace.

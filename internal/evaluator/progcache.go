@@ -50,6 +50,7 @@ type progEntry struct {
 	program    cel.Program
 	outputType *cel.Type
 	err        *apiservercel.Error
+	fast       *fastProgram // nil when the fast path does not support the expression
 }
 
 var progCache struct {
@@ -111,6 +112,9 @@ func (c *pooledCompiler) compile(kind progKind, acc plugincel.ExpressionAccessor
 	}
 	res := c.compileUncached(kind, acc, opts, mode)
 	e = &progEntry{program: res.Program, outputType: res.OutputType, err: res.Error}
+	if res.Error == nil {
+		e.fast = compileFast(parseEnv, acc.GetExpression())
+	}
 	progCache.Lock()
 	if progCache.m == nil {
 		progCache.m = map[progKey]weak.Pointer[progEntry]{}
