@@ -86,6 +86,15 @@ func (f *frame) bindVariables(cp *compiledPolicy) {
 	f.act.variables = newVarMap(f, cp.variables, cp.varIndex)
 }
 
+// celActivation is the activation for a cel-go program. A frame on the
+// fast path builds the lazy variables map only when cel-go needs it.
+func (f *frame) celActivation() *activation {
+	if f.act.variables == nil && f.cp != nil {
+		f.bindVariables(f.cp)
+	}
+	return &f.act
+}
+
 // variable evaluates a variable once per request where that is
 // indistinguishable from evaluating it in every frame: same value, same
 // cost charged to the expression that first reads it in this frame.
@@ -113,7 +122,7 @@ func (f *frame) evalVariable(v *compiledVariable) ref.Val {
 	if res.Error != nil {
 		return types.NewErr("composited variable %q fails to compile: %v", v.name, res.Error)
 	}
-	val, details, err := res.Program.ContextEval(f.ctx, &f.act)
+	val, details, err := res.Program.ContextEval(f.ctx, f.celActivation())
 	if details == nil {
 		return types.NewErr("unable to get evaluation details of variable %q", v.name)
 	}
@@ -170,7 +179,7 @@ func (f *frame) evaluate(ce *compiledExpr, remaining int64) (plugincel.Evaluatio
 			}
 		}
 	}
-	val, details, err := ce.result.Program.ContextEval(f.ctx, &f.act)
+	val, details, err := ce.result.Program.ContextEval(f.ctx, f.celActivation())
 	compositionCost := f.compositionCost
 	f.compositionCost = 0
 	if compositionCost > remaining {
@@ -249,6 +258,8 @@ func (f *frame) fastOldObject() any {
 }
 
 func (f *frame) cancelled() bool { return f.ctx.Err() != nil }
+
+func (f *frame) fxStack() *fxStack { return &f.rc.fxs }
 
 // fastVariable is the fast path's read of variables.<name>: memoised per
 // frame like the lazy map, shared across policies like variable, and

@@ -85,6 +85,7 @@ type reqCtx struct {
 	exact    bool
 	redo     bool
 	fastVars map[varKey]fastVarResult
+	fxs      fxStack
 }
 
 type requestVal struct {
@@ -241,7 +242,9 @@ func (rc *reqCtx) newFrame(cp *compiledPolicy, p *param, request ref.Val, namesp
 	}
 	f.act.request = request
 	f.act.namespace = namespace
-	f.bindVariables(cp)
+	if !f.fast {
+		f.bindVariables(cp)
+	} // else bound on the first cel-go evaluation (celActivation)
 	return f
 }
 

@@ -77,6 +77,7 @@ type fastEnv interface {
 	fastOldObject() any
 	fastVariable(name string) (any, bool)
 	cancelled() bool
+	fxStack() *fxStack
 }
 
 type optional struct {
@@ -109,18 +110,41 @@ func (p *fastProgram) eval(env fastEnv) (any, uint64, bool) {
 	if p.loops && env.cancelled() {
 		return nil, 0, false
 	}
-	x := fx{env: env}
-	var buf [8]any
-	if p.slots <= len(buf) {
-		x.slots = buf[:p.slots]
-	} else {
-		x.slots = make([]any, p.slots)
-	}
-	v, ok := p.root(&x)
-	if !ok || x.cost > fastCostCeiling {
+	st := env.fxStack()
+	x := st.acquire(env, p.slots)
+	v, ok := p.root(x)
+	cost := x.cost
+	st.release(x)
+	if !ok || cost > fastCostCeiling {
 		return nil, 0, false
 	}
-	return v, x.cost, true
+	return v, cost, true
+}
+
+// fxStack recycles evaluation states within one request; evaluations nest
+// (a variable is evaluated inside the expression that reads it).
+type fxStack struct{ free []*fx }
+
+func (s *fxStack) acquire(env fastEnv, slots int) *fx {
+	var x *fx
+	if n := len(s.free); n > 0 {
+		x = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		x = &fx{}
+	}
+	if cap(x.slots) < slots {
+		x.slots = make([]any, slots)
+	}
+	x.slots = x.slots[:slots]
+	x.env, x.cost, x.iters = env, 0, 0
+	return x
+}
+
+func (s *fxStack) release(x *fx) {
+	clear(x.slots)
+	x.env = nil
+	s.free = append(s.free, x)
 }
 
 // fastResult converts a fast result to the CEL value the cel-go program
@@ -177,6 +201,12 @@ func (c *fastCompiler) expr(e celast.Expr) (fnode, error) {
 	case celast.SelectKind:
 		return c.selectExpr(e.AsSelect())
 	case celast.CallKind:
+		if w, isChain, err := c.optChain(e); err != nil || isChain {
+			if err != nil {
+				return nil, err
+			}
+			return optValue(w), nil
+		}
 		return c.call(e.AsCall())
 	case celast.ListKind:
 		return c.list(e.AsList())
@@ -280,8 +310,14 @@ func (c *fastCompiler) list(l celast.ListExpr) (fnode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(elems) == 0 {
-		return func(x *fx) (any, bool) { x.cost += 10; return []any{}, true }, nil
+	if allLiterals(l.Elements()) {
+		// Built once: fast-path values are never modified. cel-go still
+		// charges ListCreateBaseCost.
+		constant := make([]any, len(elems))
+		for i, el := range elems {
+			constant[i], _ = el(nil)
+		}
+		return func(x *fx) (any, bool) { x.cost += 10; return constant, true }, nil
 	}
 	return func(x *fx) (any, bool) {
 		out := make([]any, len(elems))
@@ -295,6 +331,15 @@ func (c *fastCompiler) list(l celast.ListExpr) (fnode, error) {
 		x.cost += 10 // ListCreateBaseCost
 		return out, true
 	}, nil
+}
+
+func allLiterals(es []celast.Expr) bool {
+	for _, e := range es {
+		if e.Kind() != celast.LiteralKind {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *fastCompiler) mapExpr(m celast.MapExpr) (fnode, error) {
@@ -317,6 +362,10 @@ func (c *fastCompiler) mapExpr(m celast.MapExpr) (fnode, error) {
 			return nil, err
 		}
 		entries = append(entries, entry{k, v})
+	}
+	if len(entries) == 0 {
+		empty := map[string]any{}
+		return func(x *fx) (any, bool) { x.cost += 30; return empty, true }, nil
 	}
 	return func(x *fx) (any, bool) {
 		out := make(map[string]any, len(entries))
@@ -376,6 +425,22 @@ func (c *fastCompiler) comprehension(ce celast.ComprehensionExpr) (fnode, error)
 		return nil, err
 	}
 	c.scope = c.scope[:base]
+	if build, err := c.listBuilder(ce, base); err != nil || build != nil {
+		if err != nil {
+			return nil, err
+		}
+		return func(x *fx) (any, bool) {
+			r, ok := iterRange(x)
+			if !ok {
+				return nil, false
+			}
+			items, isList := r.([]any)
+			if !isList {
+				return nil, false
+			}
+			return build(x, items)
+		}, nil
+	}
 	return func(x *fx) (any, bool) {
 		r, ok := iterRange(x)
 		if !ok {
@@ -418,12 +483,120 @@ func (c *fastCompiler) comprehension(ce celast.ComprehensionExpr) (fnode, error)
 	}, nil
 }
 
+// listBuilder recognises the expansions of the map and filter macros,
+//
+//	step: @result + [e]                     (l.map(v, e))
+//	step: p ? @result + [e] : @result       (l.filter(v, p), l.map(v, p, e))
+//
+// with an empty list as init, true as condition and @result as result, and
+// builds the result by appending instead of copying the accumulator at
+// every step. It charges what evaluating those steps node by node charges.
+func (c *fastCompiler) listBuilder(ce celast.ComprehensionExpr, base int) (func(*fx, []any) (any, bool), error) {
+	accu := ce.AccuVar()
+	isAccu := func(e celast.Expr) bool { return e.Kind() == celast.IdentKind && e.AsIdent() == accu }
+	appendOf := func(e celast.Expr) celast.Expr { // e is @result + [x]: x
+		if e.Kind() != celast.CallKind || e.AsCall().FunctionName() != operators.Add || e.AsCall().IsMemberFunction() {
+			return nil
+		}
+		args := e.AsCall().Args()
+		if len(args) != 2 || !isAccu(args[0]) || args[1].Kind() != celast.ListKind {
+			return nil
+		}
+		l := args[1].AsList()
+		if len(l.Elements()) != 1 || len(l.OptionalIndices()) != 0 {
+			return nil
+		}
+		return l.Elements()[0]
+	}
+	// Only the hidden accumulator: a user's expression cannot name it.
+	if !strings.HasPrefix(accu, "@") || !isAccu(ce.Result()) || ce.AccuInit().Kind() != celast.ListKind ||
+		len(ce.AccuInit().AsList().Elements()) != 0 || ce.LoopCondition().Kind() != celast.LiteralKind ||
+		ce.LoopCondition().AsLiteral() != types.True {
+		return nil, nil
+	}
+	step := ce.LoopStep()
+	var predExpr, elemExpr celast.Expr
+	if elemExpr = appendOf(step); elemExpr == nil {
+		if step.Kind() != celast.CallKind || step.AsCall().FunctionName() != operators.Conditional {
+			return nil, nil
+		}
+		args := step.AsCall().Args()
+		if len(args) != 3 || !isAccu(args[2]) {
+			return nil, nil
+		}
+		if elemExpr = appendOf(args[1]); elemExpr == nil {
+			return nil, nil
+		}
+		predExpr = args[0]
+	}
+	c.scope = append(c.scope, accu, ce.IterVar())
+	defer func() { c.scope = c.scope[:base] }()
+	iterSlot := base + 1
+	elem, err := c.expr(elemExpr)
+	if err != nil {
+		return nil, err
+	}
+	var pred fnode
+	if predExpr != nil {
+		if pred, err = c.expr(predExpr); err != nil {
+			return nil, err
+		}
+	}
+	return func(x *fx, items []any) (any, bool) {
+		x.cost += 10 // the empty init list
+		var out []any
+		for _, it := range items {
+			x.iters++
+			if x.iters%100 == 0 && x.env.cancelled() {
+				return nil, false
+			}
+			x.slots[iterSlot] = it
+			if pred != nil {
+				pv, ok := pred(x)
+				if !ok {
+					return nil, false
+				}
+				keep, isBool := pv.(bool)
+				if !isBool {
+					return nil, false
+				}
+				x.cost++ // the conditional
+				if !keep {
+					x.cost++ // @result
+					continue
+				}
+			}
+			v, ok := elem(x)
+			if !ok {
+				return nil, false
+			}
+			x.cost += 1 + 10 + 1 // @result, the one-element list, the concatenation
+			out = append(out, v)
+		}
+		x.slots[iterSlot] = nil
+		x.cost++ // the result, @result
+		if out == nil {
+			out = []any{}
+		}
+		return out, true
+	}, nil
+}
+
 func (c *fastCompiler) call(call celast.CallExpr) (fnode, error) {
 	fn := call.FunctionName()
 	if call.IsMemberFunction() {
 		t := call.Target()
 		if t.Kind() == celast.IdentKind && t.AsIdent() == "optional" && c.lookup("optional") < 0 {
 			return c.optionalCall(fn, call.Args())
+		}
+		nargs := len(call.Args())
+		if fn == "orValue" && nargs == 1 || (fn == "hasValue" || fn == "value") && nargs == 0 {
+			if w, isChain, err := c.optChain(t); err != nil || isChain {
+				if err != nil {
+					return nil, err
+				}
+				return c.optionalMember(fn, w, call.Args())
+			}
 		}
 		target, err := c.expr(t)
 		if err != nil {
@@ -439,21 +612,6 @@ func (c *fastCompiler) call(call celast.CallExpr) (fnode, error) {
 		return memberCall(fn, target, args)
 	}
 	switch fn {
-	case operators.OptSelect:
-		// The field is a string literal; it is an attribute qualifier.
-		args := call.Args()
-		if len(args) != 2 || args[1].Kind() != celast.LiteralKind {
-			return nil, errUnsupported
-		}
-		field, isString := args[1].AsLiteral().(types.String)
-		if !isString {
-			return nil, errUnsupported
-		}
-		operand, err := c.expr(args[0])
-		if err != nil {
-			return nil, err
-		}
-		return optSelect(operand, string(field)), nil
 	case "matches":
 		args := call.Args()
 		if len(args) != 2 {
@@ -494,27 +652,171 @@ func (c *fastCompiler) optionalCall(fn string, argExprs []celast.Expr) (fnode, e
 	return nil, errUnsupported
 }
 
-func optSelect(operand fnode, field string) fnode {
-	return func(x *fx) (any, bool) {
-		v, ok := operand(x)
+// optWalker evaluates an optional chain (a.?b[?c].?d) without building
+// the intermediate optionals: has is false for optional.none().
+type optWalker func(x *fx) (v any, has, ok bool)
+
+// optChain compiles e as an optional chain when it is one.
+func (c *fastCompiler) optChain(e celast.Expr) (optWalker, bool, error) {
+	if e.Kind() != celast.CallKind {
+		return nil, false, nil
+	}
+	call := e.AsCall()
+	args := call.Args()
+	if call.IsMemberFunction() || len(args) != 2 {
+		return nil, false, nil
+	}
+	switch call.FunctionName() {
+	case operators.OptSelect:
+		if args[1].Kind() != celast.LiteralKind {
+			return nil, false, errUnsupported
+		}
+		field, isString := args[1].AsLiteral().(types.String)
+		if !isString {
+			return nil, false, errUnsupported
+		}
+		inner, err := c.optBase(args[0])
+		if err != nil {
+			return nil, false, err
+		}
+		return optSelectStep(inner, string(field)), true, nil
+	case operators.OptIndex:
+		inner, err := c.optBase(args[0])
+		if err != nil {
+			return nil, false, err
+		}
+		key, err := c.expr(args[1])
+		if err != nil {
+			return nil, false, err
+		}
+		return optIndexStep(inner, key), true, nil
+	}
+	return nil, false, nil
+}
+
+// optBase is the operand of an optional step: another step, or any
+// expression, whose optional value is unwrapped and whose plain value is
+// present.
+func (c *fastCompiler) optBase(e celast.Expr) (optWalker, error) {
+	w, isChain, err := c.optChain(e)
+	if err != nil || isChain {
+		return w, err
+	}
+	n, err := c.expr(e)
+	if err != nil {
+		return nil, err
+	}
+	return func(x *fx) (any, bool, bool) {
+		v, ok := n(x)
 		if !ok {
-			return nil, false
+			return nil, false, false
+		}
+		if o, isOpt := v.(*optional); isOpt {
+			return o.v, o.has, true
+		}
+		return v, true, true
+	}, nil
+}
+
+// optionalMember is orValue, hasValue or value on an optional chain.
+func (c *fastCompiler) optionalMember(fn string, w optWalker, argExprs []celast.Expr) (fnode, error) {
+	switch fn {
+	case "orValue":
+		alt, err := c.expr(argExprs[0])
+		if err != nil {
+			return nil, err
+		}
+		return func(x *fx) (any, bool) {
+			v, has, ok := w(x)
+			if !ok {
+				return nil, false
+			}
+			x.cost++ // cel-go charges nothing; an upper bound may charge more
+			if has {
+				return v, true
+			}
+			return alt(x)
+		}, nil
+	case "hasValue":
+		return func(x *fx) (any, bool) {
+			_, has, ok := w(x)
+			x.cost++
+			return has, ok
+		}, nil
+	}
+	return func(x *fx) (any, bool) { // value
+		v, has, ok := w(x)
+		x.cost++
+		return v, ok && has
+	}, nil
+}
+
+func optSelectStep(inner optWalker, field string) optWalker {
+	return func(x *fx) (any, bool, bool) {
+		v, has, ok := inner(x)
+		if !ok {
+			return nil, false, false
 		}
 		x.cost += qualifierCost
-		if o, isOpt := v.(*optional); isOpt {
-			if !o.has {
-				return noneValue, true
-			}
-			v = o.v
+		if !has {
+			return nil, false, true
 		}
 		m, isMap := v.(map[string]any)
 		if !isMap {
+			return nil, false, false
+		}
+		fv, found := m[field]
+		return fv, found, true
+	}
+}
+
+func optIndexStep(inner optWalker, key fnode) optWalker {
+	return func(x *fx) (any, bool, bool) {
+		v, has, ok := inner(x)
+		if !ok {
+			return nil, false, false
+		}
+		k, ok := key(x)
+		if !ok {
+			return nil, false, false
+		}
+		x.cost += qualifierCost
+		if !has {
+			return nil, false, true
+		}
+		switch coll := v.(type) {
+		case []any:
+			i, isInt := k.(int64)
+			if !isInt {
+				return nil, false, false
+			}
+			if i < 0 || i >= int64(len(coll)) {
+				return nil, false, true
+			}
+			return coll[i], true, true
+		case map[string]any:
+			ks, isString := k.(string)
+			if !isString {
+				return nil, false, false
+			}
+			fv, found := coll[ks]
+			return fv, found, true
+		}
+		return nil, false, false
+	}
+}
+
+// optValue makes an optional value of a chain's result.
+func optValue(w optWalker) fnode {
+	return func(x *fx) (any, bool) {
+		v, has, ok := w(x)
+		switch {
+		case !ok:
 			return nil, false
+		case !has:
+			return noneValue, true
 		}
-		if fv, found := m[field]; found {
-			return &optional{v: fv, has: true}, true
-		}
-		return noneValue, true
+		return &optional{v: v, has: true}, true
 	}
 }
 
@@ -823,37 +1125,6 @@ func globalCall(fn string, args []fnode) (fnode, error) {
 					}
 					v, found := coll[k]
 					return v, found
-				}
-				return nil, false
-			}), nil
-		case operators.OptIndex:
-			return binary(a, b, func(x *fx, coll, key any) (any, bool) {
-				x.cost += qualifierCost
-				if o, isOpt := coll.(*optional); isOpt {
-					if !o.has {
-						return noneValue, true
-					}
-					coll = o.v
-				}
-				switch coll := coll.(type) {
-				case []any:
-					i, ok := key.(int64)
-					if !ok {
-						return nil, false
-					}
-					if i < 0 || i >= int64(len(coll)) {
-						return noneValue, true
-					}
-					return &optional{v: coll[i], has: true}, true
-				case map[string]any:
-					k, ok := key.(string)
-					if !ok {
-						return nil, false
-					}
-					if v, found := coll[k]; found {
-						return &optional{v: v, has: true}, true
-					}
-					return noneValue, true
 				}
 				return nil, false
 			}), nil

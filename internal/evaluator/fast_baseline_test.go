@@ -7,7 +7,10 @@ import "testing"
 type fastEnvStub struct {
 	object any
 	vars   map[string]*fastProgram
+	fxs    fxStack
 }
+
+func (e *fastEnvStub) fxStack() *fxStack { return &e.fxs }
 
 func (e *fastEnvStub) fastObject() any    { return e.object }
 func (e *fastEnvStub) fastOldObject() any { return nil }
