@@ -52,6 +52,15 @@ type parser struct {
 	pos   int
 	depth int // containers open at pos
 
+	// recent holds strings already boxed, by a hash of their bytes: the
+	// same values recur within an object and between object and oldObject.
+	recent [64]boxed
+}
+
+// boxed is a string and the same string in an interface.
+type boxed struct {
+	s string
+	v any
 }
 
 // peek returns the byte at pos, or 0 (never valid there) at the end.
@@ -107,11 +116,7 @@ func (p *parser) value() (any, error) {
 		}
 		return a, nil
 	case '"':
-		s, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+		return p.strValue()
 	case 't':
 		if p.literal("true") {
 			return true, nil
@@ -339,6 +344,36 @@ func (p *parser) str() (string, error) {
 		}
 	}
 	return "", errSyntax
+}
+
+// strValue reads a string value, reusing the interface of a recent equal
+// short one.
+func (p *parser) strValue() (any, error) {
+	d := p.data
+	end := p.pos + 1
+	for end < len(d) && plain[d[end]] {
+		end++
+	}
+	if end < len(d) && d[end] == '"' && end-p.pos-1 <= 32 {
+		b := d[p.pos+1 : end]
+		h := 0
+		if len(b) > 0 {
+			h = (len(b)*31 + int(b[0])*7 + int(b[len(b)-1])) & (len(p.recent) - 1)
+		}
+		e := &p.recent[h]
+		p.pos = end + 1
+		if e.v != nil && e.s == string(b) {
+			return e.v, nil
+		}
+		s := string(b)
+		e.s, e.v = s, s
+		return e.v, nil
+	}
+	s, err := p.str()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // scanString passes over a string starting at its opening quote, checking
