@@ -64,6 +64,7 @@ func TestParseObjectMatchesApimachinery(t *testing.T) {
 		{"integers", `{"a":[0,-0,7,-7,123456789012345678,-123456789012345678,999999999999999999,1234567890123456789,-9223372036854775808,9223372036854775807,9223372036854775808,-9223372036854775809,255,256,-1,-256]}`},
 		{"floats", `{"a":[0.0,-0.0,0.5,1e2,1E+2,1e-2,-1.5e-300,1e308,123456789012345678901234567890,4.9e-324,1e-400]}`},
 		{"long arrays and objects", `{"a":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17],"b":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"a":11}}`},
+		{"recurring and colliding strings", `{"a":["x","y","x","aab","abb","acb","aab","",""," ","x","0123456789012345678901234567890","01234567890123456789012345678901","012345678901234567890123456789012","012345678901234567890123456789012","\u0078","x\u0078"],"b":{"x":"aab","y":"acb","z":"abb"}}`},
 		{"empties deep", `{"a":[[],{},[{}],{"b":[]}],"c":[[[[]]]]}`},
 		{"invalid: trailing", `{"a":1}x`},
 		{"invalid: trailing comma", `{"a":[1,]}`},
@@ -80,7 +81,7 @@ func TestParseObjectMatchesApimachinery(t *testing.T) {
 // FuzzParseObject compares parseObject with the apimachinery decoder on
 // every valid JSON object the fuzzer finds.
 func FuzzParseObject(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `{"a":[1.5,"x\u00e9",null,true,{"b":-0}]}`, `{"\ud800":"\udc00"}`, "{\"a\":\"\xff\"}", `{"n":123456789012345678901234567890}`} {
+	for _, s := range []string{`{"a":["x","y","x","aab","abb","acb","aab","","x"]}`, `{"a":1}`, `{"a":[1.5,"x\u00e9",null,true,{"b":-0}]}`, `{"\ud800":"\udc00"}`, "{\"a\":\"\xff\"}", `{"n":123456789012345678901234567890}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkSameAsApimachinery(t, data) })
