@@ -7,18 +7,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// unmarshalWire fills a wire from body in one pass over the bytes after
-// one validity scan, building the objects straight into the evaluator's
-// form. It keeps the general decoder's semantics (unmarshalReference):
-// field names are case-sensitive, unknown fields are ignored, null leaves a
-// field at its zero value, a repeated field is decoded again into the same
-// place (so repeated structs merge, as encoding/json does), and a value of
-// the wrong type is refused. A differential fuzz test holds the two
-// together.
+// unmarshalWire fills a wire from body in one pass over the bytes, checking
+// the syntax as it goes and building the objects straight into the
+// evaluator's form. It keeps the general decoder's semantics
+// (unmarshalReference): field names are case-sensitive, unknown fields are
+// ignored, null leaves a field at its zero value, a repeated field is
+// decoded again into the same place (so repeated structs merge, as
+// encoding/json does), and a value of the wrong type is refused. Invalid
+// JSON anywhere in body gets the general decoder's syntax error, as before
+// any other error. A differential fuzz test holds the two together.
 func unmarshalWire(body []byte) (*wire, error) {
-	if !json.Valid(body) {
+	w, err := parseWire(body)
+	switch {
+	case err == errSyntax:
 		return unmarshalReference(body) // for its wording of the syntax error
+	case err != nil:
+		// The parser stopped at the first problem; a syntax error further
+		// on still comes first.
+		if !json.Valid(body) {
+			return unmarshalReference(body)
+		}
+		return nil, err
 	}
+	return w, nil
+}
+
+func parseWire(body []byte) (*wire, error) {
 	p := &parser{data: body}
 	w := &wire{}
 	err := p.fields("AdmissionReview", func(key string) error {
@@ -42,6 +56,10 @@ func unmarshalWire(body []byte) (*wire, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.skipSpace()
+	if p.pos != len(p.data) {
+		return nil, errSyntax
+	}
 	return w, nil
 }
 
@@ -53,91 +71,145 @@ func typeError(field, want string) error {
 // consume the value.
 func (p *parser) fields(name string, fn func(key string) error) error {
 	p.skipSpace()
-	if p.data[p.pos] != '{' {
+	if p.peek() != '{' {
 		return typeError(name, "a JSON object")
 	}
-	p.pos++
+	if err := p.open(); err != nil {
+		return err
+	}
+	p.skipSpace()
+	if p.peek() == '}' {
+		p.pos++
+		p.depth--
+		return nil
+	}
 	for {
-		p.skipSpace()
-		if p.data[p.pos] == '}' {
-			p.pos++
-			return nil
-		}
-		if p.data[p.pos] == ',' {
-			p.pos++
-			p.skipSpace()
-		}
-		key, err := p.str()
+		key, err := p.key()
 		if err != nil {
 			return err
 		}
 		p.skipSpace()
-		p.pos++ // :
+		if p.peek() != ':' {
+			return errSyntax
+		}
+		p.pos++
 		p.skipSpace()
 		if err := fn(key); err != nil {
 			return err
+		}
+		p.skipSpace()
+		switch p.peek() {
+		case ',':
+			p.pos++
+			p.skipSpace()
+		case '}':
+			p.pos++
+			p.depth--
+			return nil
+		default:
+			return errSyntax
 		}
 	}
 }
 
 // null consumes a JSON null if one is next.
 func (p *parser) null() bool {
-	if p.data[p.pos] == 'n' {
-		p.pos += 4
-		return true
-	}
-	return false
+	return p.peek() == 'n' && p.literal("null")
 }
 
-// skip passes over one (valid) value without building it, as the general
-// decoder does for fields it does not know: nothing in it can fail.
+// skip passes over one value without building it, as the general decoder
+// does for fields it does not know, checking only its syntax.
 func (p *parser) skip() error {
-	depth := 0
-	for {
-		switch c := p.data[p.pos]; c {
-		case '"':
-			p.pos++
-			for p.data[p.pos] != '"' {
-				if p.data[p.pos] == '\\' {
-					p.pos++
-				}
-				p.pos++
-			}
-			p.pos++
-		case '{', '[':
-			depth++
-			p.pos++
-		case '}', ']':
-			depth--
-			p.pos++
-		default:
-			p.pos++
-			if c != ',' && c != ':' && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-				// a literal or number: read to its end
-				for p.pos < len(p.data) && !isDelim(p.data[p.pos]) {
-					p.pos++
-				}
-			}
+	switch p.peek() {
+	case '"':
+		return p.scanString()
+	case '{':
+		if err := p.open(); err != nil {
+			return err
 		}
-		if depth == 0 {
+		p.skipSpace()
+		if p.peek() == '}' {
+			p.pos++
+			p.depth--
 			return nil
 		}
+		for {
+			if err := p.scanString(); err != nil {
+				return err
+			}
+			p.skipSpace()
+			if p.peek() != ':' {
+				return errSyntax
+			}
+			p.pos++
+			p.skipSpace()
+			if err := p.skip(); err != nil {
+				return err
+			}
+			p.skipSpace()
+			switch p.peek() {
+			case ',':
+				p.pos++
+				p.skipSpace()
+			case '}':
+				p.pos++
+				p.depth--
+				return nil
+			default:
+				return errSyntax
+			}
+		}
+	case '[':
+		if err := p.open(); err != nil {
+			return err
+		}
+		p.skipSpace()
+		if p.peek() == ']' {
+			p.pos++
+			p.depth--
+			return nil
+		}
+		for {
+			if err := p.skip(); err != nil {
+				return err
+			}
+			p.skipSpace()
+			switch p.peek() {
+			case ',':
+				p.pos++
+				p.skipSpace()
+			case ']':
+				p.pos++
+				p.depth--
+				return nil
+			default:
+				return errSyntax
+			}
+		}
+	case 't':
+		if p.literal("true") {
+			return nil
+		}
+	case 'f':
+		if p.literal("false") {
+			return nil
+		}
+	case 'n':
+		if p.literal("null") {
+			return nil
+		}
+	default:
+		_, _, _, _, err := p.scanNumber()
+		return err
 	}
-}
-
-func isDelim(c byte) bool {
-	switch c {
-	case ',', '}', ']', ' ', '\t', '\n', '\r', ':':
-		return true
-	}
-	return false
+	return errSyntax
 }
 
 func (p *parser) stringInto(dst *string, field string) error {
 	if p.null() {
 		return nil
 	}
-	if p.data[p.pos] != '"' {
+	if p.peek() != '"' {
 		return typeError(field, "a string")
 	}
 	s, err := p.str()
@@ -196,13 +268,14 @@ func (p *parser) request(r *wireRequest) error {
 			r.oldObject, r.oldObjBad = m, bad
 			return err
 		case "dryRun":
-			switch p.data[p.pos] {
-			case 'n':
-				p.pos += 4
+			switch {
+			case p.null():
 				r.DryRun = nil
-			case 't', 'f':
-				v := p.data[p.pos] == 't'
-				_ = p.skip()
+			case p.literal("true"):
+				v := true
+				r.DryRun = &v
+			case p.literal("false"):
+				v := false
 				r.DryRun = &v
 			default:
 				return typeError("request.dryRun", "a boolean")
@@ -224,12 +297,14 @@ func (p *parser) request(r *wireRequest) error {
 // null. Any other value is remembered as bad rather than refused at once,
 // because a later repetition of the field would replace it.
 func (p *parser) objectValue() (map[string]any, bool, error) {
-	switch p.data[p.pos] {
-	case 'n':
-		p.pos += 4
+	if p.null() {
 		return nil, false, nil
-	case '{':
+	}
+	if p.peek() == '{' {
 		m, err := p.object()
+		if err == errSyntax {
+			return nil, false, err
+		}
 		if err != nil {
 			return nil, false, badRequest("%v", err)
 		}
@@ -261,7 +336,7 @@ func (p *parser) stringFields(field string, names [3]string, dst [3]*string) err
 			if p.null() {
 				return nil
 			}
-			if p.data[p.pos] != '"' {
+			if p.peek() != '"' {
 				return typeError(field+"."+n, "a string")
 			}
 			s, err := p.str()
@@ -310,33 +385,43 @@ func (p *parser) userInfo(u *authenticationv1.UserInfo) error {
 }
 
 func (p *parser) stringList(field string) ([]string, error) {
-	if p.data[p.pos] != '[' {
+	if p.peek() != '[' {
 		return nil, typeError(field, "a list of strings")
 	}
-	p.pos++
+	if err := p.open(); err != nil {
+		return nil, err
+	}
 	out := []string{}
+	p.skipSpace()
+	if p.peek() == ']' {
+		p.pos++
+		p.depth--
+		return out, nil
+	}
 	for {
+		switch {
+		case p.null(): // null element: the zero value
+			out = append(out, "")
+		case p.peek() == '"':
+			s, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		default:
+			return nil, typeError(field, "a list of strings")
+		}
 		p.skipSpace()
-		switch p.data[p.pos] {
-		case ']':
-			p.pos++
-			return out, nil
+		switch p.peek() {
 		case ',':
 			p.pos++
 			p.skipSpace()
+		case ']':
+			p.pos++
+			p.depth--
+			return out, nil
+		default:
+			return nil, errSyntax
 		}
-		if p.data[p.pos] == 'n' { // null element: the zero value
-			p.pos += 4
-			out = append(out, "")
-			continue
-		}
-		if p.data[p.pos] != '"' {
-			return nil, typeError(field, "a list of strings")
-		}
-		s, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
 	}
 }
