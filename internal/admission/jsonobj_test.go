@@ -29,9 +29,6 @@ func checkSameAsApimachinery(t *testing.T, data []byte) {
 	if wantErr == nil && !reflect.DeepEqual(want, got) {
 		t.Fatalf("%q:\napimachinery %#v\nparseObject  %#v", data, want, got)
 	}
-	if old, oldErr := oldParseObject(data); errString(oldErr) != errString(gotErr) || !reflect.DeepEqual(old, got) {
-		t.Fatalf("%q:\nbefore      %#v, %v\nparseObject %#v, %v", data, old, oldErr, got, gotErr)
-	}
 }
 
 func firstNonSpace(b []byte) byte {
