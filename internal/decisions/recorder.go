@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,18 +259,50 @@ func (r *PGRecorder) copy(ctx context.Context, batch []*Decision) error {
 
 // copyBatch writes a batch with COPY, creating missing day partitions once.
 func copyBatch(ctx context.Context, pool *pgxpool.Pool, batch []*Decision) error {
-	rows, err := rowsOf(batch)
-	if err != nil {
-		return err
-	}
-	_, err = pool.CopyFrom(ctx, pgx.Identifier{"decisions"}, columns, pgx.CopyFromRows(rows))
+	_, err := pool.CopyFrom(ctx, pgx.Identifier{"decisions"}, columns, &batchSource{batch: batch})
 	if isNoPartition(err) {
 		if err = ensurePartitions(ctx, pool, daysOf(batch)); err == nil {
-			_, err = pool.CopyFrom(ctx, pgx.Identifier{"decisions"}, columns, pgx.CopyFromRows(rows))
+			_, err = pool.CopyFrom(ctx, pgx.Identifier{"decisions"}, columns, &batchSource{batch: batch})
 		}
 	}
 	return err
 }
+
+// batchSource feeds COPY one row at a time, built as it is sent.
+//
+// It also yields the processor every yieldRows rows. On a gateway with
+// few cores, encoding a whole batch (a thousand rows at full load, some
+// milliseconds of CPU) in one go would hold back the webhook requests
+// that arrive meanwhile, and show in the latency tail; a decision waits
+// for storage, a request should not.
+type batchSource struct {
+	batch []*Decision
+	i     int
+	row   []any
+	err   error
+}
+
+const yieldRows = 16
+
+func (s *batchSource) Next() bool {
+	if s.err != nil || s.i >= len(s.batch) {
+		return false
+	}
+	if s.i > 0 && s.i%yieldRows == 0 {
+		runtime.Gosched()
+	}
+	d := s.batch[s.i]
+	s.i++
+	if s.row, s.err = row(d); s.err != nil {
+		s.err = fmt.Errorf("decision %s: %w", d.ID, s.err)
+		return false
+	}
+	return true
+}
+
+func (s *batchSource) Values() ([]any, error) { return s.row, s.err }
+
+func (s *batchSource) Err() error { return s.err }
 
 func rowsOf(batch []*Decision) ([][]any, error) {
 	rows := make([][]any, len(batch))
