@@ -66,6 +66,9 @@ type Config struct {
 	// only logged, under DecisionLog): for benchmarks that measure what
 	// storing costs, or a fleet whose log pipeline collects them.
 	DecisionStore bool
+	// GCMinHeap is the smallest heap goal the garbage collector works to
+	// (internal/gctune); 0 leaves Go's default.
+	GCMinHeap int64
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
@@ -101,6 +104,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.DecisionQueueSize, "decision-queue-size", 10_000, "decisions held in memory before they spill to --state-dir/decisions")
 	fs.BoolVar(&c.DecisionLog, "decision-log", false, "also log each decision as a JSON line")
 	fs.BoolVar(&c.DecisionStore, "decision-store", true, "store decisions in the database (false: only --decision-log keeps them)")
+	fs.Int64Var(&c.GCMinHeap, "gc-min-heap", 512<<20, "smallest heap, in bytes, before the garbage collector runs again; spaces out collections on a lightly loaded heap (0: Go's default; an explicit GOGC wins)")
 	if err := envflag.Parse(fs, EnvPrefix, args, getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, usageError{fs}
@@ -160,6 +164,8 @@ func (c Config) Validate() error {
 		return errors.New("--decision-batch-rows must be at least 1")
 	case c.DecisionQueueSize < 1:
 		return errors.New("--decision-queue-size must be at least 1")
+	case c.GCMinHeap < 0:
+		return errors.New("--gc-min-heap must not be negative")
 	}
 	if c.OTLPEndpoint != "" {
 		if err := telemetry.ValidateEndpoint(c.OTLPEndpoint); err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/gctune"
 	"github.com/portcullis-dev/portcullis/internal/ops"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
@@ -114,6 +115,7 @@ type Main struct {
 	webhookLn, adminLn, metricsLn    net.Listener
 	webhookSrv, adminSrv, metricsSrv *http.Server
 	dbReached                        atomic.Bool
+	gc                               *gctune.Tuner
 	cancel                           context.CancelFunc
 	wg                               sync.WaitGroup
 }
@@ -150,6 +152,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	bg, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.gc = gctune.Start(uint64(m.Config.GCMinHeap))
 
 	if err := m.setupTLS(); err != nil {
 		return err
@@ -513,6 +516,8 @@ func (m *Main) Close() error {
 	if m.Pool != nil {
 		m.Pool.Close()
 	}
+	m.gc.Stop()
+	m.gc = nil
 	// After the servers, so the spans of the last requests go too. A
 	// collector that is away loses spans; it does not fail the shutdown.
 	if err := m.Tracing.Shutdown(ctx); err != nil {
