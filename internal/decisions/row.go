@@ -23,18 +23,8 @@ func row(d *Decision) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ann := make(map[string]string, len(d.AuditAnnotations))
-	for _, a := range d.AuditAnnotations {
-		ann[clean(a.Key)] = clean(a.Value)
-	}
-	annJSON, err := json.Marshal(ann)
-	if err != nil {
-		return nil, err
-	}
-	bindJSON, err := json.Marshal(bindingRecords(d.Bindings))
-	if err != nil {
-		return nil, err
-	}
+	annJSON := annotationsJSON(d.AuditAnnotations)
+	bindJSON := bindingsJSON(bindingRecords(d.Bindings))
 	policies, deniedBy := policyNames(d.Bindings)
 	fpa := false
 	for _, b := range d.Bindings {

@@ -1,0 +1,54 @@
+package decisions
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+)
+
+// TestRowJSONMatchesEncodingJSON: the hand-written JSON columns decode to
+// what encoding/json's encoding of the same values decodes to.
+func TestRowJSONMatchesEncodingJSON(t *testing.T) {
+	tricky := []string{"", "plain", `quo"te`, `back\slash`, "new\nline\r\ttab", "\x01\x1f\x7f", "ünï€😀", "<html>&amp;", "\u2028\u2029", "a\x00b", "bad\xffutf8"}
+	var anns []evaluator.AuditAnnotation
+	var bs []evaluator.BindingResult
+	for i, s := range tricky {
+		anns = append(anns, evaluator.AuditAnnotation{Key: s, Value: tricky[len(tricky)-1-i]})
+		bs = append(bs, evaluator.BindingResult{Policy: s, Binding: "b" + s, Param: s, Outcome: evaluator.OutcomeViolation,
+			Denied: i%2 == 0, FailurePolicyApplied: i%3 == 0, Timeout: i%4 == 0, Error: s, Messages: tricky[:i%4]})
+	}
+	anns = append(anns, evaluator.AuditAnnotation{Key: "plain", Value: "last wins"})
+	bs = append(bs, evaluator.BindingResult{Policy: "nil messages"})
+
+	want := map[string]string{}
+	for _, a := range anns {
+		want[clean(a.Key)] = clean(a.Value)
+	}
+	sameJSON(t, annotationsJSON(anns), want)
+	sameJSON(t, annotationsJSON(nil), map[string]string{})
+	sameJSON(t, bindingsJSON(bindingRecords(bs)), bindingRecords(bs))
+	sameJSON(t, bindingsJSON(nil), []BindingRecord{})
+}
+
+func sameJSON(t *testing.T, got []byte, want any) {
+	t.Helper()
+	if !json.Valid(got) {
+		t.Fatalf("invalid JSON: %s", got)
+	}
+	ref, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(ref, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("got %s\nencoding/json %s", got, ref)
+	}
+}
