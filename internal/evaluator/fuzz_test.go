@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -10,7 +11,8 @@ import (
 
 // FuzzCompileAndValidate compiles random expressions into every expression
 // field of a policy and evaluates them against random objects. It must
-// never panic, and the result must be consistent.
+// never panic, the result must be consistent, and the fast path must give
+// exactly the result of cel-go alone.
 func FuzzCompileAndValidate(f *testing.F) {
 	seeds := []struct{ expr, obj string }{
 		{"true", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"}}`},
@@ -61,9 +63,18 @@ func FuzzCompileAndValidate(f *testing.F) {
 		_ = s.CompileErrors()
 		req := podRequest("CREATE", withObject(object), withOldObject(object))
 		req.Namespace = ns
-		res := s.Validate(context.Background(), req, NamespaceMap{"n": namespaceObj("n", map[string]string{"a": "b"})}, WithTrace())
+		nsm := NamespaceMap{"n": namespaceObj("n", map[string]string{"a": "b"})}
+		res := s.Validate(context.Background(), req, nsm, WithTrace())
 		if res.Allowed != (res.Status == nil) || res.Allowed != (len(res.Denials) == 0) {
 			t.Fatalf("inconsistent result: %+v", res)
+		}
+		fast := s.Validate(context.Background(), req, nsm)
+		exact := s.Validate(context.Background(), req, nsm, func(c *validateConfig) { c.exact = true })
+		if !reflect.DeepEqual(fast, exact) {
+			t.Fatalf("fast path result differs:\n fast %+v\nexact %+v", fast, exact)
+		}
+		if !reflect.DeepEqual(stripTrace(res), exact) {
+			t.Fatalf("traced result differs:\ntraced %+v\n exact %+v", res, exact)
 		}
 	})
 }
