@@ -81,7 +81,8 @@ type wireRequest struct {
 	// Set by the fast decoder, which builds the objects while it reads.
 	parsed               bool
 	object, oldObject    map[string]any
-	objectBad, oldObjBad bool // the last value given was not an object
+	objectBad, oldObjBad bool  // the last value given was not an object
+	objectErr, oldObjErr error // the last value given could not be decoded
 }
 
 // Decode parses an AdmissionReview body. Field names are case-sensitive, as
@@ -161,8 +162,12 @@ func fromWire(w *wire) (*Review, error) {
 		switch {
 		case r.objectBad:
 			return nil, badRequest("request.object must be a JSON object")
+		case r.objectErr != nil:
+			return nil, badRequest("request.object: %v", r.objectErr)
 		case r.oldObjBad:
 			return nil, badRequest("request.oldObject must be a JSON object")
+		case r.oldObjErr != nil:
+			return nil, badRequest("request.oldObject: %v", r.oldObjErr)
 		}
 		req.Object, req.OldObject = r.object, r.oldObject
 		return &Review{APIVersion: w.APIVersion, UID: r.UID, Request: req}, nil

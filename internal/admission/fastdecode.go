@@ -260,12 +260,12 @@ func (p *parser) request(r *wireRequest) error {
 			}
 			return p.userInfo(&r.UserInfo)
 		case "object":
-			m, bad, err := p.objectValue()
-			r.object, r.objectBad = m, bad
+			m, bad, valErr, err := p.objectValue()
+			r.object, r.objectBad, r.objectErr = m, bad, valErr
 			return err
 		case "oldObject":
-			m, bad, err := p.objectValue()
-			r.oldObject, r.oldObjBad = m, bad
+			m, bad, valErr, err := p.objectValue()
+			r.oldObject, r.oldObjBad, r.oldObjErr = m, bad, valErr
 			return err
 		case "dryRun":
 			switch {
@@ -294,23 +294,27 @@ func (p *parser) request(r *wireRequest) error {
 }
 
 // objectValue reads request.object or request.oldObject: an object, or
-// null. Any other value is remembered as bad rather than refused at once,
-// because a later repetition of the field would replace it.
-func (p *parser) objectValue() (map[string]any, bool, error) {
+// null; bad is set for any other JSON value. An object whose content the
+// evaluator cannot hold (a number out of range) gives valErr, not err: the
+// general decoder only decodes the last of repeated fields, so the error
+// counts only if no later value replaces it.
+func (p *parser) objectValue() (m map[string]any, bad bool, valErr, err error) {
 	if p.null() {
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
-	if p.peek() == '{' {
-		m, err := p.object()
-		if err == errSyntax {
-			return nil, false, err
-		}
-		if err != nil {
-			return nil, false, badRequest("%v", err)
-		}
-		return m, false, nil
+	if p.peek() != '{' {
+		return nil, true, nil, p.skip()
 	}
-	return nil, true, p.skip()
+	start := p.pos
+	m, err = p.object()
+	switch {
+	case err == errSyntax:
+		return nil, false, nil, err
+	case err != nil:
+		p.pos = start
+		return nil, false, err, p.skip()
+	}
+	return m, false, nil, nil
 }
 
 func (p *parser) gvk(dst *metav1.GroupVersionKind, field string) error {

@@ -48,6 +48,10 @@ func errString(err error) string {
 }
 
 var decodeSeeds = []string{
+	// A repeated object: only the last counts, even when an earlier one
+	// cannot be decoded.
+	`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"CREATE","object":{"a":1e400},"object":{"a":1},"oldObject":{"b":[1e400]},"oldObject":null}}`,
+	`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"UPDATE","object":{"a":1},"oldObject":{"a":{"b":-1e999,"c":[1,2]}}}}`,
 	`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"requestKind":{"group":"","version":"v1","kind":"Pod"},"requestResource":{"group":"","version":"v1","resource":"pods"},"requestSubResource":"","subResource":"","name":"a","namespace":"b","operation":"CREATE","userInfo":{"username":"alice","uid":"1","groups":["g1","g2"],"extra":{"k":["v"],"e":[]}},"object":{"a":[1,2.5,"x",null,true,{}]},"oldObject":null,"dryRun":true,"options":{"apiVersion":"meta.k8s.io/v1","kind":"CreateOptions","dryRun":["All"]}}}`,
 	`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"subResource":"status","operation":"UPDATE","object":{"x":1},"oldObject":{"x":2}}}`,
 	`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"DELETE","oldObject":{"x":2},"object":"bad","object":{"y":1}}}`,
@@ -174,4 +178,29 @@ func FuzzFastDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) { decodeBoth(t, body) })
+}
+
+// TestDecodeObjectValueErrors: an object whose numbers the evaluator cannot
+// hold is refused with the general decoder's words, and only when it is
+// the last value of its field.
+func TestDecodeObjectValueErrors(t *testing.T) {
+	head := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"operation":"UPDATE",`
+	for _, tc := range []struct{ body, want string }{
+		{head + `"object":{"a":1e400}}}`, "request.object: "},
+		{head + `"object":{"a":1},"oldObject":{"a":[1e400]}}}`, "request.oldObject: "},
+		{head + `"object":{"a":1e400},"object":{"a":1}}}`, ""},
+		{head + `"object":{"a":1},"object":{"a":1e400},"x":[1]}}`, "request.object: "},
+	} {
+		_, fastErr := Decode([]byte(tc.body))
+		w, refErr := unmarshalReference([]byte(tc.body))
+		if refErr == nil {
+			_, refErr = fromWire(w)
+		}
+		if errString(fastErr) != errString(refErr) {
+			t.Errorf("%s:\nfast      %v\nreference %v", tc.body, fastErr, refErr)
+		}
+		if (tc.want == "") != (fastErr == nil) || !strings.HasPrefix(errString(fastErr)+"", tc.want) {
+			t.Errorf("%s: error %v, want prefix %q", tc.body, fastErr, tc.want)
+		}
+	}
 }
