@@ -44,7 +44,10 @@ import (
 
 // fastCostCeiling is the largest bound the fast path accepts for one
 // expression: well below the per-expression limit (1e6), so that a result
-// it gives could never have been a cost-limit error in cel-go.
+// it gives could never have been a cost-limit error in cel-go. Loops check
+// it at every step, so that an expression too costly for the fast path
+// stops as early as cel-go's own limit would stop it, instead of building
+// everything first.
 const fastCostCeiling = 100_000
 
 // qualifierCost is charged for each field selection and index. cel-go
@@ -474,7 +477,7 @@ func (c *fastCompiler) comprehension(ce celast.ComprehensionExpr) (fnode, error)
 			if !more {
 				break
 			}
-			if x.slots[accuSlot], ok = step(x); !ok {
+			if x.slots[accuSlot], ok = step(x); !ok || x.cost > fastCostCeiling {
 				return nil, false
 			}
 		}
@@ -562,7 +565,9 @@ func (c *fastCompiler) listBuilder(ce celast.ComprehensionExpr, base int) (func(
 				}
 				x.cost++ // the conditional
 				if !keep {
-					x.cost++ // @result
+					if x.cost++; x.cost > fastCostCeiling { // @result
+						return nil, false
+					}
 					continue
 				}
 			}
@@ -571,6 +576,9 @@ func (c *fastCompiler) listBuilder(ce celast.ComprehensionExpr, base int) (func(
 				return nil, false
 			}
 			x.cost += 1 + 10 + 1 // @result, the one-element list, the concatenation
+			if x.cost > fastCostCeiling {
+				return nil, false
+			}
 			out = append(out, v)
 		}
 		x.slots[iterSlot] = nil
