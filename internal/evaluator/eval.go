@@ -48,6 +48,12 @@ var admissionConfigResources = map[schema.GroupResource]bool{
 // bounds ran out of budget.
 var fastRedos atomic.Int64
 
+// ExactReevaluations is the number of requests this process evaluated a
+// second time without the fast path, because the per-evaluation cost
+// budget, checked against the fast path's cost bounds, ran out (fast.go).
+// Only requests close to the budget do; each costs twice the time.
+func ExactReevaluations() int64 { return fastRedos.Load() }
+
 // reqCtx holds what one Validate call computes at most once.
 type reqCtx struct {
 	ctx      context.Context

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // Metrics are the data plane's Prometheus metrics. Labels are bounded:
@@ -90,7 +91,11 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.evaluation, m.rejections, m.failOpen, m.failClosed,
-			m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace)
+			m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "portcullis_evaluator_exact_reevaluations_total",
+				Help: "Requests evaluated a second time without the fast path, because the CEL cost budget checked against cost bounds ran out.",
+			}, func() float64 { return float64(evaluator.ExactReevaluations()) }))
 	}
 	return m
 }
