@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -87,11 +88,16 @@ func (c *client) expected(it *item) bool { return c.srv.name == "trivial" || it.
 
 // result of one run against one server.
 type result struct {
-	server, load        string
-	sent, errs, mism    int
-	duration            time.Duration
-	throughput          float64 // correct answers per second
-	p50, p99, max       time.Duration
+	server, load     string
+	sent, errs, mism int
+	duration         time.Duration
+	throughput       float64 // correct answers per second
+	p50, p99, max    time.Duration
+	// handlerP99 is the gateway's own view: the upper bound of the bucket
+	// of portcullis_webhook_request_duration_seconds that holds its 99th
+	// percentile over this run (0 for the trivial webhook). The client's
+	// p99 also holds TLS, HTTP/2 framing, scheduling and the client itself.
+	handlerP99          float64
 	srvCPU, cliCPU      float64 // fraction of one core
 	firstErrs, firstMis []string
 }
@@ -122,6 +128,7 @@ func (c *client) run(rate, workers int, du time.Duration) result {
 	atk := vegeta.NewAttacker(opts...)
 	res := result{server: c.srv.name, load: load}
 	lat := make([]time.Duration, 0, max(rate, 1000)*int(du/time.Second+1))
+	h0 := durationBuckets(c.srv)
 	srv0, cli0, t0 := cpuSeconds(c.srv.cmd.Process.Pid), selfCPUSeconds(), time.Now()
 	var first, last time.Time
 	for r := range atk.Attack(targeter, vegeta.Rate{Freq: rate, Per: time.Second}, du, c.srv.name) {
@@ -151,6 +158,7 @@ func (c *client) run(rate, workers int, du time.Duration) result {
 	wall := time.Since(t0).Seconds()
 	res.srvCPU = (cpuSeconds(c.srv.cmd.Process.Pid) - srv0) / wall
 	res.cliCPU = (selfCPUSeconds() - cli0) / wall
+	res.handlerP99 = bucketQuantile(h0, durationBuckets(c.srv), 0.99)
 	res.duration = last.Sub(first)
 	if len(lat) > 0 {
 		slices.Sort(lat)
@@ -158,6 +166,61 @@ func (c *client) run(rate, workers int, du time.Duration) result {
 		res.throughput = float64(len(lat)) / res.duration.Seconds()
 	}
 	return res
+}
+
+// durationBuckets reads the gateway's cumulative request duration
+// histogram: upper bound in seconds -> count. Nil for the trivial webhook.
+func durationBuckets(s *server) map[float64]float64 {
+	if s.metrics == "" {
+		return nil
+	}
+	resp, err := http.Get(s.metrics)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	out := map[float64]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, `portcullis_webhook_request_duration_seconds_bucket{`)
+		if !ok {
+			continue
+		}
+		i := strings.Index(rest, `le="`)
+		j := strings.Index(rest, `"} `)
+		if i < 0 || j < i {
+			continue
+		}
+		le, err1 := strconv.ParseFloat(rest[i+4:j], 64)
+		n, err2 := strconv.ParseFloat(rest[j+3:], 64)
+		if err1 == nil && err2 == nil {
+			out[le] += n // summed over tenants
+		}
+	}
+	return out
+}
+
+// bucketQuantile is the upper bound of the first bucket holding the q
+// quantile of the requests counted between two readings.
+func bucketQuantile(before, after map[float64]float64, q float64) float64 {
+	if after == nil {
+		return 0
+	}
+	les := make([]float64, 0, len(after))
+	for le := range after {
+		les = append(les, le)
+	}
+	slices.Sort(les)
+	total := after[math.Inf(1)] - before[math.Inf(1)]
+	if total <= 0 {
+		return 0
+	}
+	for _, le := range les {
+		if after[le]-before[le] >= q*total {
+			return le
+		}
+	}
+	return math.Inf(1)
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {
@@ -437,7 +500,8 @@ func TestWebhookLoad(t *testing.T) {
 		fmt.Printf("decisions recorded: %s\n", recorderCounts(gw))
 	}
 	if r, ok := fixed["gateway"][1000]; ok {
-		fmt.Printf("gateway p99 at 1000 req/s: %s ms (target <= 5 ms: %s)\n", ms(r.p99), verdict(r.p99 <= 5*time.Millisecond))
+		fmt.Printf("gateway p99 at 1000 req/s: %s ms (target <= 5 ms: %s); its handler's own p99: <= %g ms\n",
+			ms(r.p99), verdict(r.p99 <= 5*time.Millisecond), r.handlerP99*1000)
 		missed = missed || r.p99 > 5*time.Millisecond
 	}
 	if tvMax.srvCPU < 0.9 {
