@@ -97,17 +97,10 @@ func (p *parser) fields(name string, fn func(key string) error) error {
 		if err := fn(key); err != nil {
 			return err
 		}
-		p.skipSpace()
-		switch p.peek() {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case '}':
-			p.pos++
-			p.depth--
+		if done, err := p.next('}'); err != nil {
+			return err
+		} else if done {
 			return nil
-		default:
-			return errSyntax
 		}
 	}
 }
@@ -146,17 +139,10 @@ func (p *parser) skip() error {
 			if err := p.skip(); err != nil {
 				return err
 			}
-			p.skipSpace()
-			switch p.peek() {
-			case ',':
-				p.pos++
-				p.skipSpace()
-			case '}':
-				p.pos++
-				p.depth--
+			if done, err := p.next('}'); err != nil {
+				return err
+			} else if done {
 				return nil
-			default:
-				return errSyntax
 			}
 		}
 	case '[':
@@ -173,17 +159,10 @@ func (p *parser) skip() error {
 			if err := p.skip(); err != nil {
 				return err
 			}
-			p.skipSpace()
-			switch p.peek() {
-			case ',':
-				p.pos++
-				p.skipSpace()
-			case ']':
-				p.pos++
-				p.depth--
+			if done, err := p.next(']'); err != nil {
+				return err
+			} else if done {
 				return nil
-			default:
-				return errSyntax
 			}
 		}
 	case 't':
@@ -415,17 +394,10 @@ func (p *parser) stringList(field string) ([]string, error) {
 		default:
 			return nil, typeError(field, "a list of strings")
 		}
-		p.skipSpace()
-		switch p.peek() {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case ']':
-			p.pos++
-			p.depth--
+		if done, err := p.next(']'); err != nil {
+			return nil, err
+		} else if done {
 			return out, nil
-		default:
-			return nil, errSyntax
 		}
 	}
 }

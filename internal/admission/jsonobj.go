@@ -71,6 +71,23 @@ func (p *parser) peek() byte {
 	return 0
 }
 
+// next consumes what follows a member or an element: a comma (more
+// follow) or the closing byte (done).
+func (p *parser) next(closing byte) (done bool, err error) {
+	p.skipSpace()
+	switch p.peek() {
+	case ',':
+		p.pos++
+		p.skipSpace()
+		return false, nil
+	case closing:
+		p.pos++
+		p.depth--
+		return true, nil
+	}
+	return false, errSyntax
+}
+
 func (p *parser) skipSpace() {
 	for p.pos < len(p.data) {
 		switch p.data[p.pos] {
@@ -162,17 +179,10 @@ func (p *parser) object() (map[string]any, error) {
 			return nil, err
 		}
 		m[k] = v
-		p.skipSpace()
-		switch p.peek() {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case '}':
-			p.pos++
-			p.depth--
+		if done, err := p.next('}'); err != nil {
+			return nil, err
+		} else if done {
 			return m, nil
-		default:
-			return nil, errSyntax
 		}
 	}
 }
@@ -194,17 +204,10 @@ func (p *parser) array() ([]any, error) {
 			return nil, err
 		}
 		a = append(a, v)
-		p.skipSpace()
-		switch p.peek() {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case ']':
-			p.pos++
-			p.depth--
+		if done, err := p.next(']'); err != nil {
+			return nil, err
+		} else if done {
 			return a, nil
-		default:
-			return nil, errSyntax
 		}
 	}
 }
