@@ -275,21 +275,7 @@ func (c *fastCompiler) selectExpr(s celast.SelectExpr) (fnode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.IsTestOnly() {
-		return func(x *fx) (any, bool) {
-			v, ok := operand(x)
-			if !ok {
-				return nil, false
-			}
-			m, isMap := v.(map[string]any)
-			if !isMap {
-				return nil, false
-			}
-			x.cost += qualifierCost
-			_, found := m[field]
-			return found, true
-		}, nil
-	}
+	testOnly := s.IsTestOnly() // has(a.f)
 	return func(x *fx) (any, bool) {
 		v, ok := operand(x)
 		if !ok {
@@ -301,6 +287,9 @@ func (c *fastCompiler) selectExpr(s celast.SelectExpr) (fnode, error) {
 		}
 		x.cost += qualifierCost
 		fv, found := m[field]
+		if testOnly {
+			return found, true
+		}
 		return fv, found
 	}, nil
 }
@@ -599,12 +588,18 @@ func (c *fastCompiler) call(call celast.CallExpr) (fnode, error) {
 		}
 		nargs := len(call.Args())
 		if fn == "orValue" && nargs == 1 || (fn == "hasValue" || fn == "value") && nargs == 0 {
-			if w, isChain, err := c.optChain(t); err != nil || isChain {
+			w, isChain, err := c.optChain(t)
+			if err != nil {
+				return nil, err
+			}
+			if !isChain {
+				target, err := c.expr(t)
 				if err != nil {
 					return nil, err
 				}
-				return c.optionalMember(fn, w, call.Args())
+				w = optionalOf(target)
 			}
+			return c.optionalMember(fn, w, call.Args())
 		}
 		target, err := c.expr(t)
 		if err != nil {
@@ -726,7 +721,24 @@ func (c *fastCompiler) optBase(e celast.Expr) (optWalker, error) {
 	}, nil
 }
 
-// optionalMember is orValue, hasValue or value on an optional chain.
+// optionalOf reads an expression that must yield an optional value (cel-go
+// has no such overload for anything else).
+func optionalOf(target fnode) optWalker {
+	return func(x *fx) (any, bool, bool) {
+		v, ok := target(x)
+		if !ok {
+			return nil, false, false
+		}
+		o, isOpt := v.(*optional)
+		if !isOpt {
+			return nil, false, false
+		}
+		return o.v, o.has, true
+	}
+}
+
+// optionalMember is orValue, hasValue or value on an optional value or
+// chain.
 func (c *fastCompiler) optionalMember(fn string, w optWalker, argExprs []celast.Expr) (fnode, error) {
 	switch fn {
 	case "orValue":
@@ -851,49 +863,6 @@ func traversal(n uint64) uint64 { return (n + 9) / 10 }
 
 func memberCall(fn string, target fnode, args []fnode) (fnode, error) {
 	switch {
-	case fn == "orValue" && len(args) == 1:
-		alt := args[0]
-		return func(x *fx) (any, bool) {
-			v, ok := target(x)
-			if !ok {
-				return nil, false
-			}
-			o, isOpt := v.(*optional)
-			if !isOpt {
-				return nil, false
-			}
-			x.cost++ // cel-go charges nothing; an upper bound may charge more
-			if o.has {
-				return o.v, true
-			}
-			return alt(x)
-		}, nil
-	case fn == "hasValue" && len(args) == 0:
-		return func(x *fx) (any, bool) {
-			v, ok := target(x)
-			if !ok {
-				return nil, false
-			}
-			o, isOpt := v.(*optional)
-			if !isOpt {
-				return nil, false
-			}
-			x.cost++
-			return o.has, true
-		}, nil
-	case fn == "value" && len(args) == 0:
-		return func(x *fx) (any, bool) {
-			v, ok := target(x)
-			if !ok {
-				return nil, false
-			}
-			o, isOpt := v.(*optional)
-			if !isOpt || !o.has {
-				return nil, false
-			}
-			x.cost++
-			return o.v, true
-		}, nil
 	case fn == "join" && len(args) <= 1:
 		return joinCall(target, args), nil
 	case fn == "size" && len(args) == 0:
