@@ -257,6 +257,18 @@ func (f *frame) fastOldObject() any {
 	return nil
 }
 
+// fastParams is params as the fast path reads it: null without a param,
+// the decoded map when cel-go reads that same map.
+func (f *frame) fastParams() (any, bool) {
+	if f.param == nil {
+		return nil, true
+	}
+	if f.param.native == nil {
+		return nil, false
+	}
+	return f.param.native, true
+}
+
 func (f *frame) cancelled() bool { return f.ctx.Err() != nil }
 
 func (f *frame) fxStack() *fxStack { return &f.rc.fxs }

@@ -78,6 +78,7 @@ type fx struct {
 type fastEnv interface {
 	fastObject() any
 	fastOldObject() any
+	fastParams() (any, bool) // ok is false when params is not plain JSON
 	fastVariable(name string) (any, bool)
 	cancelled() bool
 	fxStack() *fxStack
@@ -251,9 +252,12 @@ func (c *fastCompiler) ident(name string) (fnode, error) {
 		return func(x *fx) (any, bool) { x.cost++; return x.env.fastObject(), true }, nil
 	case plugincel.OldObjectVarName:
 		return func(x *fx) (any, bool) { x.cost++; return x.env.fastOldObject(), true }, nil
+	case plugincel.ParamsVarName:
+		return func(x *fx) (any, bool) { x.cost++; return x.env.fastParams() }, nil
 	}
-	// request, params, namespaceObject, authorizer and anything else are
-	// left to cel-go.
+	// request, namespaceObject, authorizer and anything else are left to
+	// cel-go: the apiserver hands them to CEL as reflective values of typed
+	// objects, whose semantics are theirs.
 	return nil, errUnsupported
 }
 

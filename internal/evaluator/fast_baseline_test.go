@@ -6,15 +6,17 @@ import "testing"
 // one policy, evaluated with the fast path too.
 type fastEnvStub struct {
 	object any
+	params any
 	vars   map[string]*fastProgram
 	fxs    fxStack
 }
 
 func (e *fastEnvStub) fxStack() *fxStack { return &e.fxs }
 
-func (e *fastEnvStub) fastObject() any    { return e.object }
-func (e *fastEnvStub) fastOldObject() any { return nil }
-func (e *fastEnvStub) cancelled() bool    { return false }
+func (e *fastEnvStub) fastObject() any         { return e.object }
+func (e *fastEnvStub) fastOldObject() any      { return nil }
+func (e *fastEnvStub) fastParams() (any, bool) { return e.params, true }
+func (e *fastEnvStub) cancelled() bool         { return false }
 func (e *fastEnvStub) fastVariable(name string) (any, bool) {
 	p := e.vars[name]
 	if p == nil {

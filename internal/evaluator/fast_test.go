@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -36,7 +37,7 @@ func TestFastMatchesCEL(t *testing.T) {
 		g := &exprGen{r: rng}
 		text := g.expr(kindAny, 4)
 		res := fc.CompileCELExpression(&validating.Variable{Name: "v", Expression: text},
-			plugincel.OptionalVariableDeclarations{}, environment.StoredExpressions)
+			plugincel.OptionalVariableDeclarations{HasParams: true}, environment.StoredExpressions)
 		if res.Error != nil {
 			continue
 		}
@@ -44,7 +45,15 @@ func TestFastMatchesCEL(t *testing.T) {
 		prog := compileFast(parseEnv, text)
 		for j := 0; j < 3; j++ {
 			obj := genObject(rng)
-			act := &activation{object: newCachingAdapter().NativeToValue(obj)}
+			// The param as the evaluator holds it: the map the fast path
+			// reads is the one inside the CEL value (the conversion turns
+			// 0.0 into 0, for one).
+			pv := paramValue(&unstructured.Unstructured{Object: genObject(rng)})
+			params := nativeMap(pv)
+			if params == nil {
+				t.Fatal("a custom resource param is not read as its map")
+			}
+			act := &activation{object: newCachingAdapter().NativeToValue(obj), params: pv}
 			val, details, celEvalErr := res.Program.ContextEval(context.Background(), act)
 			if celEvalErr != nil {
 				celErr++
@@ -52,7 +61,7 @@ func TestFastMatchesCEL(t *testing.T) {
 			if prog == nil {
 				continue
 			}
-			got, bound, ok := prog.eval(&fastEnvStub{object: obj})
+			got, bound, ok := prog.eval(&fastEnvStub{object: obj, params: params})
 			if !ok {
 				continue
 			}
@@ -263,7 +272,8 @@ func (g *exprGen) path() string {
 	return g.pick("object.metadata.name", "object.metadata.labels", "object.metadata.?labels", "object.spec.replicas",
 		"object.spec.?replicas", "object.spec.containers", "object.spec.?initContainers", "object.spec.tags", "object.spec.hostNetwork",
 		"object.spec.containers[0]", "object.spec.containers[0].image", "object.spec.?containers[?1]", "object.metadata.labels['app']",
-		"object.metadata.?labels[?'team']", "object.kind", "object.spec.containers[0].?ports", "object")
+		"object.metadata.?labels[?'team']", "object.kind", "object.spec.containers[0].?ports", "object",
+		"params.spec.tags", "params.?metadata.?labels", "params.kind", "params.spec.?containers.orValue([])")
 }
 
 func (g *exprGen) newVar() string {

@@ -3,6 +3,7 @@ package evaluator
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -24,6 +25,9 @@ type param struct {
 	name      string
 	labels    labels.Set
 	val       ref.Val
+	// native is the decoded map behind val when val is cel-go's own
+	// wrapping of it (what the fast path may read directly); nil otherwise.
+	native map[string]any
 }
 
 func (p *param) key() string {
@@ -72,6 +76,7 @@ func newParamStore(in []*unstructured.Unstructured, scope func(schema.GroupVersi
 			ps.sets[gvk] = set
 		}
 		p := &param{namespace: u.GetNamespace(), name: u.GetName(), labels: labels.Set(u.GetLabels()), val: paramValue(u)}
+		p.native = nativeMap(p.val)
 		if p.namespace != "" {
 			nsSeen[gvk] = true
 		}
@@ -141,6 +146,21 @@ func paramValue(u *unstructured.Unstructured) ref.Val {
 		}
 	}
 	return common.SchemalessTypedToVal(u)
+}
+
+// stringInterfaceMap is the concrete type cel-go gives a map[string]any.
+var stringInterfaceMap = reflect.TypeOf(types.DefaultTypeAdapter.NativeToValue(map[string]any{}))
+
+// nativeMap returns the map[string]any a CEL value wraps, when the value
+// is exactly cel-go's default wrapping of it (so reading the map directly
+// is reading the value); nil for anything else, such as the apiserver's
+// reflective values of typed objects.
+func nativeMap(v ref.Val) map[string]any {
+	if reflect.TypeOf(v) != stringInterfaceMap {
+		return nil
+	}
+	m, _ := v.Value().(map[string]any)
+	return m
 }
 
 type compiledParamRef struct {
