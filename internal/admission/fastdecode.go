@@ -284,13 +284,14 @@ func (p *parser) objectValue() (m map[string]any, bad bool, valErr, err error) {
 	if p.peek() != '{' {
 		return nil, true, nil, p.skip()
 	}
-	start := p.pos
+	start, depth := p.pos, p.depth
 	m, err = p.object()
 	switch {
 	case err == errSyntax:
 		return nil, false, nil, err
 	case err != nil:
-		p.pos = start
+		// Back to the start, nesting included, and skip it again.
+		p.pos, p.depth = start, depth
 		return nil, false, err, p.skip()
 	}
 	return m, false, nil, nil

@@ -190,7 +190,14 @@ func TestDecodeObjectValueErrors(t *testing.T) {
 		{head + `"object":{"a":1},"oldObject":{"a":[1e400]}}}`, "request.oldObject: "},
 		{head + `"object":{"a":1e400},"object":{"a":1}}}`, ""},
 		{head + `"object":{"a":1},"object":{"a":1e400},"x":[1]}}`, "request.object: "},
+		// A refused object deep in nesting must not count against the
+		// nesting limit of what follows.
+		{head + `"object":{"a":` + strings.Repeat("[", 5100) + `1e400` + strings.Repeat("]", 5100) + `},"object":{"a":1}}}`, ""},
+		{head + strings.Repeat(`"object":{"a":`+strings.Repeat("[", 3000)+`1e400`+strings.Repeat("]", 3000)+`},`, 4) + `"object":{"a":1}}}`, ""},
 	} {
+		if _, err := parseWire([]byte(tc.body)); err == errSyntax {
+			t.Errorf("%.80s...: the parser found a syntax error in valid JSON", tc.body)
+		}
 		_, fastErr := Decode([]byte(tc.body))
 		w, refErr := unmarshalReference([]byte(tc.body))
 		if refErr == nil {
