@@ -45,15 +45,26 @@ func TestFastMatchesCEL(t *testing.T) {
 		prog := compileFast(parseEnv, text)
 		for j := 0; j < 3; j++ {
 			obj := genObject(rng)
-			// The param as the evaluator holds it: the map the fast path
-			// reads is the one inside the CEL value (the conversion turns
-			// 0.0 into 0, for one).
-			pv := paramValue(&unstructured.Unstructured{Object: genObject(rng)})
-			params := nativeMap(pv)
-			if params == nil {
-				t.Fatal("a custom resource param is not read as its map")
+			// The param as the evaluator holds it: none (null), a built-in
+			// kind through its typed conversion, or a custom resource. The
+			// map the fast path reads is the one inside the CEL value (the
+			// conversion turns 0.0 into 0, for one).
+			act := &activation{object: newCachingAdapter().NativeToValue(obj)}
+			var params any
+			if j > 0 {
+				u := &unstructured.Unstructured{Object: genObject(rng)}
+				if j == 1 {
+					u.Object = map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+						"metadata": map[string]any{"name": "p", "labels": map[string]any{"app": "web"}},
+						"data":     map[string]any{"tags": "a,b", "max": "3"}}
+				}
+				pv := paramValue(u)
+				m := nativeMap(pv)
+				if m == nil {
+					t.Fatalf("param %v is not read as its map", u.Object)
+				}
+				act.params, params = pv, m
 			}
-			act := &activation{object: newCachingAdapter().NativeToValue(obj), params: pv}
 			val, details, celEvalErr := res.Program.ContextEval(context.Background(), act)
 			if celEvalErr != nil {
 				celErr++
@@ -273,7 +284,8 @@ func (g *exprGen) path() string {
 		"object.spec.?replicas", "object.spec.containers", "object.spec.?initContainers", "object.spec.tags", "object.spec.hostNetwork",
 		"object.spec.containers[0]", "object.spec.containers[0].image", "object.spec.?containers[?1]", "object.metadata.labels['app']",
 		"object.metadata.?labels[?'team']", "object.kind", "object.spec.containers[0].?ports", "object",
-		"params.spec.tags", "params.?metadata.?labels", "params.kind", "params.spec.?containers.orValue([])")
+		"params.spec.tags", "params.?metadata.?labels", "params.kind", "params.spec.?containers.orValue([])",
+		"params.data.tags", "params.?data.?max", "params.metadata.name", "params")
 }
 
 func (g *exprGen) newVar() string {

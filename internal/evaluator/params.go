@@ -152,9 +152,10 @@ func paramValue(u *unstructured.Unstructured) ref.Val {
 var stringInterfaceMap = reflect.TypeOf(types.DefaultTypeAdapter.NativeToValue(map[string]any{}))
 
 // nativeMap returns the map[string]any a CEL value wraps, when the value
-// is exactly cel-go's default wrapping of it (so reading the map directly
-// is reading the value); nil for anything else, such as the apiserver's
-// reflective values of typed objects.
+// is cel-go's map wrapping of it (so reading the map directly is reading
+// the value); nil for anything else, such as the apiserver's reflective
+// values of typed objects. Both callers of paramValue's wrapping use
+// types.DefaultTypeAdapter, whose conversions the fast path mirrors.
 func nativeMap(v ref.Val) map[string]any {
 	if reflect.TypeOf(v) != stringInterfaceMap {
 		return nil
