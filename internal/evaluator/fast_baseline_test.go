@@ -1,6 +1,12 @@
 package evaluator
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+)
 
 // fastEnvStub serves the fast path a decoded object and the variables of
 // one policy, evaluated with the fast path too.
@@ -54,5 +60,46 @@ func TestBaselineTakesTheFastPath(t *testing.T) {
 				t.Errorf("%s %s: the fast path gave up on %q", cp.name, ce.field, ce.text)
 			}
 		}
+	}
+}
+
+// TestValidateConcurrently evaluates one snapshot from many goroutines at
+// once, as the webhook does: the fast programs, their constant lists and
+// maps and the shared variable results are read by all of them (run with
+// -race to check it), and every answer must be the same.
+func TestValidateConcurrently(t *testing.T) {
+	objs, pod := loadBaseline(t)
+	s := Compile(objs, CompileOptions{})
+	bad := clonePod(pod)
+	bad["spec"].(map[string]any)["hostNetwork"] = true
+	want := map[bool]*Result{}
+	for _, p := range []map[string]any{pod, bad} {
+		want[p["spec"].(map[string]any)["hostNetwork"] == true] = s.Validate(context.Background(), baselineRequest(p), nil)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				p, isBad := pod, (g+i)%2 == 1
+				if isBad {
+					p = bad
+				}
+				if got := s.Validate(context.Background(), baselineRequest(p), nil); !reflect.DeepEqual(got, want[isBad]) {
+					errs <- fmt.Sprintf("goroutine %d, request %d: %+v", g, i, got.Status)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if !want[false].Allowed || want[true].Allowed {
+		t.Fatalf("fixture: the good Pod must be allowed and the bad one denied")
 	}
 }
