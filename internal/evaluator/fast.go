@@ -281,12 +281,8 @@ func (c *fastCompiler) selectExpr(s celast.SelectExpr) (fnode, error) {
 	}
 	testOnly := s.IsTestOnly() // has(a.f)
 	return func(x *fx) (any, bool) {
-		v, ok := operand(x)
+		m, ok := evalAs[map[string]any](operand, x)
 		if !ok {
-			return nil, false
-		}
-		m, isMap := v.(map[string]any)
-		if !isMap {
 			return nil, false
 		}
 		x.cost += qualifierCost
@@ -397,21 +393,41 @@ func (c *fastCompiler) comprehension(ce celast.ComprehensionExpr) (fnode, error)
 	if err != nil {
 		return nil, err
 	}
+	base := len(c.scope)
+	c.maxSlots = max(c.maxSlots, base+2) // the accumulator, then the iteration variable
+	build, err := c.listBuilder(ce, base)
+	if err == nil && build == nil {
+		build, err = c.fold(ce, base)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func(x *fx) (any, bool) {
+		// Only lists: a map's iteration order is not fixed, and with it
+		// which elements cel-go evaluates.
+		items, ok := evalAs[[]any](iterRange, x)
+		if !ok {
+			return nil, false
+		}
+		return build(x, items)
+	}, nil
+}
+
+// fold is any comprehension over a list, step by step as cel-go runs it.
+func (c *fastCompiler) fold(ce celast.ComprehensionExpr, base int) (func(*fx, []any) (any, bool), error) {
 	accuInit, err := c.expr(ce.AccuInit())
 	if err != nil {
 		return nil, err
 	}
-	base := len(c.scope)
+	accuSlot, iterSlot := base, base+1
 	c.scope = append(c.scope, ce.AccuVar())
-	accuSlot := base
+	defer func() { c.scope = c.scope[:base] }()
 	// The result sees the accumulator but not the iteration variable.
 	result, err := c.expr(ce.Result())
 	if err != nil {
 		return nil, err
 	}
 	c.scope = append(c.scope, ce.IterVar())
-	iterSlot := base + 1
-	c.maxSlots = max(c.maxSlots, len(c.scope))
 	cond, err := c.expr(ce.LoopCondition())
 	if err != nil {
 		return nil, err
@@ -420,51 +436,19 @@ func (c *fastCompiler) comprehension(ce celast.ComprehensionExpr) (fnode, error)
 	if err != nil {
 		return nil, err
 	}
-	c.scope = c.scope[:base]
-	if build, err := c.listBuilder(ce, base); err != nil || build != nil {
-		if err != nil {
-			return nil, err
-		}
-		return func(x *fx) (any, bool) {
-			r, ok := iterRange(x)
-			if !ok {
-				return nil, false
-			}
-			items, isList := r.([]any)
-			if !isList {
-				return nil, false
-			}
-			return build(x, items)
-		}, nil
-	}
-	return func(x *fx) (any, bool) {
-		r, ok := iterRange(x)
-		if !ok {
-			return nil, false
-		}
-		// Only lists: a map's iteration order is not fixed, and with it
-		// which elements cel-go evaluates.
-		items, isList := r.([]any)
-		if !isList {
-			return nil, false
-		}
+	return func(x *fx, items []any) (any, bool) {
 		accu, ok := accuInit(x)
 		if !ok {
 			return nil, false
 		}
 		x.slots[accuSlot] = accu
 		for _, it := range items {
-			x.iters++
-			if x.iters%100 == 0 && x.env.cancelled() {
+			if !x.tick() {
 				return nil, false
 			}
 			x.slots[iterSlot] = it
-			cv, ok := cond(x)
+			more, ok := evalAs[bool](cond, x)
 			if !ok {
-				return nil, false
-			}
-			more, isBool := cv.(bool)
-			if !isBool {
 				return nil, false
 			}
 			if !more {
@@ -477,6 +461,25 @@ func (c *fastCompiler) comprehension(ce celast.ComprehensionExpr) (fnode, error)
 		x.slots[iterSlot] = nil
 		return result(x)
 	}, nil
+}
+
+// tick counts one loop step; it is false when the request was cancelled
+// (checked every 100 steps, as cel-go's interrupt check does).
+func (x *fx) tick() bool {
+	x.iters++
+	return x.iters%100 != 0 || !x.env.cancelled()
+}
+
+// evalAs evaluates n and requires a value of type T; ok is false when the
+// fast path gave up or the value is of another type.
+func evalAs[T any](n fnode, x *fx) (T, bool) {
+	v, ok := n(x)
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	t, ok := v.(T)
+	return t, ok
 }
 
 // listBuilder recognises the expansions of the map and filter macros,
@@ -542,18 +545,13 @@ func (c *fastCompiler) listBuilder(ce celast.ComprehensionExpr, base int) (func(
 		x.cost += 10 // the empty init list
 		var out []any
 		for _, it := range items {
-			x.iters++
-			if x.iters%100 == 0 && x.env.cancelled() {
+			if !x.tick() {
 				return nil, false
 			}
 			x.slots[iterSlot] = it
 			if pred != nil {
-				pv, ok := pred(x)
+				keep, ok := evalAs[bool](pred, x)
 				if !ok {
-					return nil, false
-				}
-				keep, isBool := pv.(bool)
-				if !isBool {
 					return nil, false
 				}
 				x.cost++ // the conditional
@@ -729,12 +727,8 @@ func (c *fastCompiler) optBase(e celast.Expr) (optWalker, error) {
 // has no such overload for anything else).
 func optionalOf(target fnode) optWalker {
 	return func(x *fx) (any, bool, bool) {
-		v, ok := target(x)
+		o, ok := evalAs[*optional](target, x)
 		if !ok {
-			return nil, false, false
-		}
-		o, isOpt := v.(*optional)
-		if !isOpt {
 			return nil, false, false
 		}
 		return o.v, o.has, true
@@ -892,17 +886,12 @@ func sizeOf(x *fx, v any) (any, bool) {
 
 func stringCall(fn string, target, arg fnode) (fnode, error) {
 	return func(x *fx) (any, bool) {
-		tv, ok := target(x)
+		s, ok := evalAs[string](target, x)
 		if !ok {
 			return nil, false
 		}
-		av, ok := arg(x)
+		a, ok := evalAs[string](arg, x)
 		if !ok {
-			return nil, false
-		}
-		s, ok1 := tv.(string)
-		a, ok2 := av.(string)
-		if !ok1 || !ok2 {
 			return nil, false
 		}
 		x.cost++
@@ -1246,12 +1235,8 @@ func matchesConst(target fnode, args []celast.Expr) (fnode, error) {
 	}
 	regexCost := (uint64(len(pattern)) + 3) / 4 // ceil(len * RegexStringLengthCostFactor (0.25))
 	return func(x *fx) (any, bool) {
-		v, ok := target(x)
+		s, ok := evalAs[string](target, x)
 		if !ok {
-			return nil, false
-		}
-		s, isString := v.(string)
-		if !isString {
 			return nil, false
 		}
 		x.cost += 1 + traversal(1+uint64(len(s)))*regexCost
@@ -1263,21 +1248,13 @@ func matchesConst(target fnode, args []celast.Expr) (fnode, error) {
 // apiserver's estimator charges ceil(2 * 0.1 * size(result)).
 func joinCall(target fnode, args []fnode) fnode {
 	return func(x *fx) (any, bool) {
-		v, ok := target(x)
+		list, ok := evalAs[[]any](target, x)
 		if !ok {
-			return nil, false
-		}
-		list, isList := v.([]any)
-		if !isList {
 			return nil, false
 		}
 		sep := ""
 		if len(args) == 1 {
-			sv, ok := args[0](x)
-			if !ok {
-				return nil, false
-			}
-			if sep, ok = sv.(string); !ok {
+			if sep, ok = evalAs[string](args[0], x); !ok {
 				return nil, false
 			}
 		}
