@@ -72,23 +72,24 @@ func bindingRecords(bs []evaluator.BindingResult) []BindingRecord {
 	return out
 }
 
-// policyNames returns the policies with a binding that matched (its
-// matchConditions held) and those of them whose binding denied, each once.
-func policyNames(bs []evaluator.BindingResult) (matched, denied []string) {
+// summarize returns the policies with a binding that matched (its
+// matchConditions held) and those of them whose binding denied, each once,
+// and whether any binding's failurePolicy decided.
+func summarize(recs []BindingRecord) (matched, denied []string, failurePolicyApplied bool) {
 	matched, denied = []string{}, []string{}
-	for _, b := range bs {
-		if b.Outcome == evaluator.OutcomeNotMatched {
+	for _, b := range recs {
+		failurePolicyApplied = failurePolicyApplied || b.FailurePolicyApplied
+		if b.Outcome == string(evaluator.OutcomeNotMatched) {
 			continue
 		}
-		p := clean(b.Policy)
-		if !contains(matched, p) {
-			matched = append(matched, p)
+		if !contains(matched, b.Policy) {
+			matched = append(matched, b.Policy)
 		}
-		if b.Denied && !contains(denied, p) {
-			denied = append(denied, p)
+		if b.Denied && !contains(denied, b.Policy) {
+			denied = append(denied, b.Policy)
 		}
 	}
-	return matched, denied
+	return matched, denied, failurePolicyApplied
 }
 
 func contains(ss []string, s string) bool {

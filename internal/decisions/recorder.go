@@ -158,9 +158,7 @@ func normalize(d *Decision) {
 	if _, err := uuid.Parse(d.ID); err != nil {
 		d.ID = uuid.Must(uuid.NewV7()).String()
 	}
-	switch d.Verdict {
-	case VerdictAllowed, VerdictDenied, VerdictWarned, VerdictError, VerdictRejected:
-	default:
+	if !validVerdict(string(d.Verdict)) {
 		d.Verdict = VerdictError
 	}
 }

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // replayChunk is how many spilled rows one replay transaction inserts.
@@ -157,6 +155,10 @@ var insertSQL = fmt.Sprintf(`INSERT INTO decisions (%[1]s)
 	SELECT %[1]s FROM jsonb_populate_recordset(NULL::decisions, $1::jsonb)
 	ON CONFLICT DO NOTHING`, strings.Join(columns, ", "))
 
+// insertRowSQL inserts one row, for the rows insertOnce retries alone.
+var insertRowSQL = fmt.Sprintf("INSERT INTO decisions (%s) VALUES (%s) ON CONFLICT DO NOTHING",
+	strings.Join(columns, ", "), placeholders(len(columns)))
+
 // insertOnce inserts the decisions whose id is not stored yet. Rows
 // PostgreSQL refuses as data are inserted one by one so that one bad row
 // loses only itself.
@@ -172,11 +174,7 @@ func (r *PGRecorder) insertOnce(ctx context.Context, ds []*Decision) (int, error
 	for i, row := range rows {
 		o := make(map[string]any, len(columns))
 		for j, c := range columns {
-			v := row[j]
-			if u, ok := v.(pgtype.UUID); ok {
-				v = uuid.UUID(u.Bytes).String()
-			}
-			o[c] = v
+			o[c] = row[j] // pgtype.UUID marshals as its text form
 		}
 		objs[i] = o
 	}
@@ -192,11 +190,9 @@ func (r *PGRecorder) insertOnce(ctx context.Context, ds []*Decision) (int, error
 }
 
 func (r *PGRecorder) insertEach(ctx context.Context, ds []*Decision, rows [][]any) (int, error) {
-	sql := fmt.Sprintf("INSERT INTO decisions (%s) VALUES (%s) ON CONFLICT DO NOTHING",
-		strings.Join(columns, ", "), placeholders(len(columns)))
 	n := 0
 	for i, row := range rows {
-		tag, err := r.cfg.Pool.Exec(ctx, sql, row...)
+		tag, err := r.cfg.Pool.Exec(ctx, insertRowSQL, row...)
 		switch {
 		case isDataError(err):
 			r.drop(1, fmt.Errorf("decision %s refused by the database: %w", ds[i].ID, err))

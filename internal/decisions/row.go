@@ -23,13 +23,10 @@ func row(d *Decision) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	recs := bindingRecords(d.Bindings)
 	annJSON := annotationsJSON(d.AuditAnnotations)
-	bindJSON := bindingsJSON(bindingRecords(d.Bindings))
-	policies, deniedBy := policyNames(d.Bindings)
-	fpa := false
-	for _, b := range d.Bindings {
-		fpa = fpa || b.FailurePolicyApplied
-	}
+	bindJSON := bindingsJSON(recs)
+	policies, deniedBy, fpa := summarize(recs)
 	return []any{
 		pgtype.UUID{Bytes: id, Valid: true}, d.Time, d.TenantID, clean(d.TenantName), d.ClusterID, clean(d.ClusterName),
 		clean(d.UID), clean(d.Operation), clean(d.Group), clean(d.Version), clean(d.Resource), clean(d.SubResource),

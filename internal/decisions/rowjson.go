@@ -1,7 +1,6 @@
 package decisions
 
 import (
-	"slices"
 	"strconv"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
@@ -13,26 +12,17 @@ import (
 // the text into jsonb, so only the content has to match encoding/json's,
 // not its bytes (TestRowJSONMatchesEncodingJSON).
 
-// annotationsJSON is the audit annotations as one JSON object; a repeated
-// key keeps its last value, as a map would.
+// annotationsJSON is the audit annotations as one JSON object. A repeated
+// key is written again: jsonb keeps its last value, as a map would.
 func annotationsJSON(anns []evaluator.AuditAnnotation) []byte {
-	m := make(map[string]string, len(anns))
-	for _, a := range anns {
-		m[clean(a.Key)] = clean(a.Value)
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	b := append(make([]byte, 0, 64), '{')
-	for i, k := range keys {
+	for i, a := range anns {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = appendJSONString(b, clean(a.Key))
 		b = append(b, ':')
-		b = appendJSONString(b, m[k])
+		b = appendJSONString(b, clean(a.Value))
 	}
 	return append(b, '}')
 }
@@ -60,20 +50,14 @@ func bindingsJSON(bs []BindingRecord) []byte {
 		b = strconv.AppendBool(b, r.Timeout)
 		b = append(b, `,"error":`...)
 		b = appendJSONString(b, r.Error)
-		b = append(b, `,"messages":`...)
-		if r.Messages == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for j, m := range r.Messages {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONString(b, m)
+		b = append(b, `,"messages":[`...) // never nil: cleanAll
+		for j, m := range r.Messages {
+			if j > 0 {
+				b = append(b, ',')
 			}
-			b = append(b, ']')
+			b = appendJSONString(b, m)
 		}
-		b = append(b, '}')
+		b = append(b, "]}"...)
 	}
 	return append(b, ']')
 }

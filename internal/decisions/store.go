@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -189,22 +188,10 @@ const recordColumns = `id, time, tenant, cluster, uid, operation, api_group, api
 
 func scanRecord(row pgx.CollectableRow) (Record, error) {
 	var r Record
-	var id pgtype.UUID
-	var ann, bindings []byte
-	err := row.Scan(&id, &r.Time, &r.Tenant, &r.Cluster, &r.UID, &r.Operation, &r.Group, &r.Version,
+	err := row.Scan(&r.ID, &r.Time, &r.Tenant, &r.Cluster, &r.UID, &r.Operation, &r.Group, &r.Version,
 		&r.Resource, &r.SubResource, &r.Kind, &r.Namespace, &r.Name, &r.UserName, &r.UserGroups, &r.DryRun,
-		&r.Verdict, &r.HTTPStatus, &r.Code, &r.Reason, &r.Message, &r.Warnings, &ann, &bindings,
+		&r.Verdict, &r.HTTPStatus, &r.Code, &r.Reason, &r.Message, &r.Warnings, &r.AuditAnnotations, &r.Bindings,
 		&r.LatencyMs, &r.Instance, &r.SnapshotVersion)
-	if err != nil {
-		return r, err
-	}
-	r.ID = uuid.UUID(id.Bytes).String()
 	r.Time = r.Time.UTC()
-	if err := json.Unmarshal(ann, &r.AuditAnnotations); err != nil {
-		return r, err
-	}
-	if err := json.Unmarshal(bindings, &r.Bindings); err != nil {
-		return r, err
-	}
-	return r, nil
+	return r, err
 }
