@@ -41,12 +41,9 @@ func (s *Server) listAudit(c *call) error {
 	if f.Until, err = queryTime(c, "until"); err != nil {
 		return err
 	}
-	limit, err := c.queryInt(apiv1.QueryLimit, apiv1.DefaultLimit)
+	limit, err := c.limit()
 	if err != nil {
 		return err
-	}
-	if limit < 1 || limit > apiv1.MaxLimit {
-		return invalidField(apiv1.QueryLimit, "must be between 1 and %d", apiv1.MaxLimit)
 	}
 	// The cursor is the id of the last entry sent; pages go back in time.
 	if cur := c.query(apiv1.QueryContinue); cur != "" {

@@ -88,11 +88,11 @@ func (c *call) decode(v any) error {
 	if dec.More() {
 		return badRequest("invalid JSON body: more than one JSON value")
 	}
-	var generic any
-	if err := json.Unmarshal(b, &generic); err != nil {
+	errs, err := policystore.JSONTextErrors(b)
+	if err != nil {
 		return badRequest("invalid JSON body: %v", err)
 	}
-	if errs := policystore.TextErrors(nil, generic); len(errs) > 0 {
+	if len(errs) > 0 {
 		return invalidField(errs[0].Field, "%s", errs[0].Detail)
 	}
 	return nil
@@ -223,15 +223,24 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
+// limit is the ?limit= of a listing, between 1 and apiv1.MaxLimit.
+func (c *call) limit() (int64, error) {
+	limit, err := c.queryInt(apiv1.QueryLimit, apiv1.DefaultLimit)
+	if err != nil {
+		return 0, err
+	}
+	if limit < 1 || limit > apiv1.MaxLimit {
+		return 0, invalidField(apiv1.QueryLimit, "must be between 1 and %d", apiv1.MaxLimit)
+	}
+	return limit, nil
+}
+
 // page cuts one page out of items, which are sorted by key (ascending and
 // unique): the page starts after the cursor. Keys are opaque to clients.
 func page[T any](c *call, items []T, key func(T) string) (apiv1.List[T], error) {
-	limit, err := c.queryInt(apiv1.QueryLimit, apiv1.DefaultLimit)
+	limit, err := c.limit()
 	if err != nil {
 		return apiv1.List[T]{}, err
-	}
-	if limit < 1 || limit > apiv1.MaxLimit {
-		return apiv1.List[T]{}, invalidField(apiv1.QueryLimit, "must be between 1 and %d", apiv1.MaxLimit)
 	}
 	start := 0
 	if cur := c.query(apiv1.QueryContinue); cur != "" {

@@ -52,17 +52,15 @@ func (s *Server) importNamespaces(c *call) error {
 	}
 	nss := make([]*corev1.Namespace, len(objs))
 	for i, js := range objs {
-		var meta struct{ APIVersion, Kind string }
-		_ = json.Unmarshal(js, &meta)
-		switch {
-		case meta.Kind != "Namespace":
-			return invalidField(fmt.Sprintf("items[%d].kind", i),
-				"must be Namespace, not %q: the inventory holds Namespace objects only", meta.Kind)
-		case meta.APIVersion != "v1":
-			return invalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be v1, not %q", meta.APIVersion)
-		}
 		ns := &corev1.Namespace{}
-		if err := json.Unmarshal(js, ns); err != nil {
+		err := json.Unmarshal(js, ns)
+		switch {
+		case ns.Kind != "Namespace":
+			return invalidField(fmt.Sprintf("items[%d].kind", i),
+				"must be Namespace, not %q: the inventory holds Namespace objects only", ns.Kind)
+		case ns.APIVersion != "v1":
+			return invalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be v1, not %q", ns.APIVersion)
+		case err != nil:
 			return invalidField(fmt.Sprintf("items[%d]", i), "not a valid Namespace: %v", err)
 		}
 		nss[i] = ns

@@ -232,11 +232,8 @@ func (s *Server) listObjects(c *call) error {
 	if err != nil {
 		return err
 	}
-	type item struct {
-		key string
-		js  json.RawMessage
-	}
-	var items []item
+	key := func(o *policystore.Object) string { return o.Group + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name }
+	var items []*policystore.Object
 	for _, o := range objs {
 		if groupSet && o.Group != group {
 			continue
@@ -244,20 +241,19 @@ func (s *Server) listObjects(c *call) error {
 		if typ != "" && objectType(o.GroupKind()) != typ {
 			continue
 		}
-		js, err := o.Object.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		items = append(items, item{key: o.Group + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name, js: js})
+		items = append(items, o)
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
-	p, err := page(c, items, func(it item) string { return it.key })
+	sort.Slice(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
+	p, err := page(c, items, key)
 	if err != nil {
 		return err
 	}
+	// Only the page's objects are encoded.
 	out := apiv1.List[json.RawMessage]{Items: make([]json.RawMessage, len(p.Items)), Continue: p.Continue}
-	for i, it := range p.Items {
-		out.Items[i] = it.js
+	for i, o := range p.Items {
+		if out.Items[i], err = o.Object.MarshalJSON(); err != nil {
+			return err
+		}
 	}
 	return c.json(out)
 }
@@ -317,8 +313,7 @@ func (s *Server) objectHistory(c *call) error {
 	}
 	items := make([]apiv1.Version, len(vs))
 	for i, v := range vs {
-		items[i] = wireVersion(v)
-		items[i].Object = nil
+		items[i] = wireVersion(v, false) // the history lists versions, not their objects
 	}
 	// Newest first: the cursor key grows as the version shrinks.
 	list, err := page(c, items, func(v apiv1.Version) string { return fmt.Sprintf("%020d", math.MaxInt64-v.Version) })
@@ -328,10 +323,10 @@ func (s *Server) objectHistory(c *call) error {
 	return c.json(list)
 }
 
-func wireVersion(v *policystore.Version) apiv1.Version {
+func wireVersion(v *policystore.Version, withObject bool) apiv1.Version {
 	out := apiv1.Version{Version: v.Version, Operation: v.Operation, Author: v.Author, Time: v.CreatedAt,
 		APIVersion: v.APIVersion, RollbackOf: v.RollbackOf}
-	if v.Object != nil {
+	if withObject && v.Object != nil {
 		out.Object, _ = v.Object.MarshalJSON()
 	}
 	return out
@@ -359,7 +354,7 @@ func (s *Server) objectVersion(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(wireVersion(v))
+	return c.json(wireVersion(v, true))
 }
 
 func (s *Server) objectDiff(c *call) error {

@@ -48,11 +48,11 @@ func cleanNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var generic any
-	if err := json.Unmarshal(js, &generic); err != nil {
+	errs, err := JSONTextErrors(js)
+	if err != nil {
 		return nil, nil, err
 	}
-	if errs := TextErrors(nil, generic); len(errs) > 0 {
+	if len(errs) > 0 {
 		return nil, nil, invalid(kindNamespace, ns.Name, errs)
 	}
 	return c, js, nil

@@ -1,6 +1,8 @@
 package policystore
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -36,4 +38,18 @@ func TextErrors(path *field.Path, v any) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// JSONTextErrors is TextErrors for a JSON document. In JSON a NUL can only
+// be written as the escape \u0000, so a document without it is decoded no
+// further.
+func JSONTextErrors(js []byte) (field.ErrorList, error) {
+	if !bytes.Contains(js, []byte(`\u0000`)) {
+		return nil, nil
+	}
+	var generic any
+	if err := json.Unmarshal(js, &generic); err != nil {
+		return nil, err
+	}
+	return TextErrors(nil, generic), nil
 }
