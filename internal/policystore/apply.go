@@ -78,22 +78,14 @@ func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, doc
 		version int64
 	)
 	err = s.inTxDry(ctx, dryRun, func(tx pgx.Tx) error {
-		// The head lock first, as in write: VersionBefore must be the
-		// version this apply replaces, not one a concurrent writer
-		// replaced a moment ago.
+		// The head lock first, as in write: the whole apply serialises
+		// with the tenant's other writers, so each VersionBefore (read by
+		// write) is the version this apply replaces.
 		if _, err := lockHead(ctx, tx, tenantID); err != nil {
 			return err
 		}
 		out = make([]ApplyOutcome, len(ds))
 		for i, d := range ds {
-			cur, err := getObject(ctx, tx, tenantID, d.ref, false)
-			if err != nil {
-				return err
-			}
-			var before int64
-			if cur != nil && !cur.Deleted {
-				before = cur.ResourceVersion
-			}
 			// A savepoint per document: an unchanged object releases its
 			// version bump (and its notification) without undoing the
 			// documents before it.
@@ -101,7 +93,7 @@ func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, doc
 			if err != nil {
 				return err
 			}
-			obj, err := s.write(ctx, sp, tenantID, author, d, rvs[i], OpCreate, 0)
+			obj, before, err := s.write(ctx, sp, tenantID, author, d, rvs[i], OpCreate, 0)
 			var noop errNoop
 			switch {
 			case errors.As(err, &noop):

@@ -104,7 +104,7 @@ func (s *Store) Apply(ctx context.Context, tenantID int64, author string, data [
 	}
 	var out *Object
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		out, err = s.write(ctx, tx, tenantID, author, d, rv, OpCreate, 0)
+		out, _, err = s.write(ctx, tx, tenantID, author, d, rv, OpCreate, 0)
 		return err
 	})
 	return out, err
@@ -175,7 +175,7 @@ func (s *Store) RollbackObject(ctx context.Context, tenantID int64, author strin
 		before int64
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// The head lock before reading the current version, as in write.
+		// The head lock first, as in write.
 		if _, err := lockHead(ctx, tx, tenantID); err != nil {
 			return err
 		}
@@ -186,13 +186,6 @@ func (s *Store) RollbackObject(ctx context.Context, tenantID int64, author strin
 		if old.Object == nil {
 			return invalid(ref.GroupKind(), ref.Name, field.ErrorList{field.Invalid(field.NewPath("version"), toVersion,
 				"is a deletion; delete the object instead")})
-		}
-		cur, err := getObject(ctx, tx, tenantID, ref, false)
-		if err != nil {
-			return err
-		}
-		if cur != nil && !cur.Deleted {
-			before = cur.ResourceVersion
 		}
 		obj := old.Object.DeepCopy()
 		// The old version's own resourceVersion is history, not a
@@ -206,7 +199,7 @@ func (s *Store) RollbackObject(ctx context.Context, tenantID int64, author strin
 		if err != nil {
 			return err
 		}
-		out, err = s.write(ctx, tx, tenantID, author, d, rv, OpRollback, toVersion)
+		out, before, err = s.write(ctx, tx, tenantID, author, d, rv, OpRollback, toVersion)
 		return err
 	})
 	if err != nil {
@@ -296,32 +289,38 @@ func (s *Store) TenantVersion(ctx context.Context, tenantID int64) (int64, error
 
 // write stores d as the object's next version. It is Apply's and Rollback's
 // common path.
-func (s *Store) write(ctx context.Context, tx pgx.Tx, tenantID int64, author string, d *decoded, rv, op string, rollbackOf int64) (*Object, error) {
+//
+// before is the object's resourceVersion before the write, 0 when it did not
+// exist or was deleted.
+func (s *Store) write(ctx context.Context, tx pgx.Tx, tenantID int64, author string, d *decoded, rv, op string, rollbackOf int64) (_ *Object, before int64, _ error) {
 	ref := d.ref
 	// Lock the tenant's head first: writes of one tenant serialise here, so
 	// versions are gap-free in commit order and a snapshot never mixes two.
 	version, err := s.bumpVersion(ctx, tx, tenantID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cur, err := getObject(ctx, tx, tenantID, ref, true)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	live := cur != nil && !cur.Deleted
+	if live {
+		before = cur.ResourceVersion
+	}
 	if rv != "" {
 		if !live {
-			return nil, conflict(ref.GroupKind(), ref.Name,
+			return nil, 0, conflict(ref.GroupKind(), ref.Name,
 				"the object has been deleted or does not exist; remove metadata.resourceVersion to create it")
 		}
 		if err := checkPrecondition(cur, ref, rv); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if live && op != OpRollback && sameContent(cur, d) {
 		// Nothing changes: give back the current object, as the apiserver
 		// does for a no-op update, and release the version bump.
-		return cur, errNoop{cur}
+		return cur, before, errNoop{cur}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	obj := d.obj
@@ -338,7 +337,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, tenantID int64, author str
 	obj.SetCreationTimestamp(metav1.NewTime(created))
 	js, err := obj.MarshalJSON()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	apiVersion := d.gvk.GroupVersion().String()
 	if _, err := tx.Exec(ctx, `INSERT INTO policy_objects
@@ -349,15 +348,15 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, tenantID int64, author str
 		  generation = EXCLUDED.generation, deleted = false, object = EXCLUDED.object,
 		  created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at`,
 		tenantID, ref.Group, ref.Kind, ref.Namespace, ref.Name, apiVersion, uid, version, generation, js, created, now); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	v := &Version{Ref: ref, APIVersion: apiVersion, Version: version, Operation: op, Author: author,
 		CreatedAt: now, RollbackOf: rollbackOf}
 	if err := insertVersion(ctx, tx, tenantID, v, js); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	return &Object{Ref: ref, APIVersion: apiVersion, ResourceVersion: version, UID: uid, Generation: generation,
-		CreatedAt: created, UpdatedAt: now, Object: obj}, nil
+		CreatedAt: created, UpdatedAt: now, Object: obj}, before, nil
 }
 
 // errNoop aborts the transaction of a write that changes nothing.
