@@ -30,6 +30,13 @@ func TestCommandLineErrors(t *testing.T) {
 	home := t.TempDir() // no config file in it
 	conn := []string{"--server", "https://127.0.0.1:1", "--token", "t"}
 	with := func(args ...string) []string { return append(args, conn...) }
+	pod, comments := filepath.Join(home, "pod.yaml"), filepath.Join(home, "empty.yaml")
+	if err := os.WriteFile(pod, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(comments, []byte("# nothing here yet\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		args     []string
@@ -64,6 +71,8 @@ func TestCommandLineErrors(t *testing.T) {
 		{"rollback bad version", with("rollback", "--tenant", "t", "vap", "x", "--to", "v3"), 2, `--to "v3": want a version number`},
 		{"test without file", with("test", "--tenant", "t", "--cluster", "c"), 2, "--f is required"},
 		{"test replace without with", with("test", "--tenant", "t", "--cluster", "c", "-f", "x", "--replace"), 2, "--replace needs --with"},
+		{"test stdin twice", with("test", "--tenant", "t", "--cluster", "c", "-f", "-", "--with", "-"), 2, "cannot both read standard input"},
+		{"test with nothing", with("test", "--tenant", "t", "--cluster", "c", "-f", pod, "--with", comments), 1, "--with " + comments + ": no objects found"},
 		{"decisions bad since", with("decisions", "--tenant", "t", "--since", "yesterday"), 2, `--since "yesterday"`},
 		{"decisions bad verdict", with("decisions", "--tenant", "t", "--verdict", "deny"), 2, `--verdict "deny"`},
 		{"decisions bad limit", with("decisions", "--tenant", "t", "--limit", "0"), 2, "--limit 0"},

@@ -104,10 +104,8 @@ func (c *connFlags) checkOutput() error {
 	return usageErr("-o %q: use json or yaml (or nothing for a table)", c.output)
 }
 
-// resolve picks each setting from the flag, else the environment, else the
-// config file. The file's token and CA are used only for the file's
-// server, so that a token is never sent to a server it was not saved for.
-func (e *env) resolve(c *connFlags) (Config, error) {
+// flagsOrEnv is each setting from its flag, else from the environment.
+func (e *env) flagsOrEnv(c *connFlags) Config {
 	cfg := Config{Server: c.server, Token: c.token, CAFile: c.caFile}
 	if cfg.Server == "" {
 		cfg.Server = e.getenv("PORTCULLIS_SERVER")
@@ -118,6 +116,14 @@ func (e *env) resolve(c *connFlags) (Config, error) {
 	if cfg.CAFile == "" {
 		cfg.CAFile = e.getenv("PORTCULLIS_CA_FILE")
 	}
+	return cfg
+}
+
+// resolve picks each setting from the flag, else the environment, else the
+// config file. The file's token and CA are used only for the file's
+// server, so that a token is never sent to a server it was not saved for.
+func (e *env) resolve(c *connFlags) (Config, error) {
+	cfg := e.flagsOrEnv(c)
 	if cfg.Server == "" || cfg.Token == "" {
 		path, err := e.configPath(c.config)
 		if err != nil && cfg.Server == "" {

@@ -444,19 +444,15 @@ func cmdDelete(e *env, args []string) error {
 		raw, err := cl.sendJSON(e, http.MethodDelete, apiPath("tenants", *tenant, "objects", kind, name), q, nil, &it)
 		return raw, it, err
 	}
-	suffix := ""
-	if *dryRun {
-		suffix = " (dry run)"
+	deleted := func(w io.Writer, it apiv1.ApplyItem) error {
+		return printApply(w, apiv1.ApplyResult{DryRun: *dryRun, Results: []apiv1.ApplyItem{it}})
 	}
 	if len(pos) == 2 {
 		raw, it, err := del(pos[0], pos[1], obj.query())
 		if err != nil {
 			return err
 		}
-		return e.emit(c, raw, func(w io.Writer) error {
-			_, err := fmt.Fprintf(w, "%s %s%s\n", ref(it.APIVersion, it.Kind, it.Name), it.Action, suffix)
-			return err
-		})
+		return e.emit(c, raw, func(w io.Writer) error { return deleted(w, it) })
 	}
 	// Like kubectl delete -f: each object on its own, reporting every
 	// failure.
@@ -476,7 +472,9 @@ func cmdDelete(e *env, args []string) error {
 		}
 		answers = append(answers, raw)
 		if c.output == "" {
-			e.printf("%s %s%s\n", ref(it.APIVersion, it.Kind, it.Name), it.Action, suffix)
+			if err := deleted(e.stdout, it); err != nil {
+				return err
+			}
 		}
 	}
 	if c.output != "" && len(answers) > 0 {
@@ -552,14 +550,15 @@ func cmdDiff(e *env, args []string) error {
 		return err
 	}
 	q := obj.query()
-	for name, v := range map[string]string{"from": *from, "to": *to} {
-		if v == "" {
+	// In a fixed order, so that with both wrong the first is reported.
+	for _, fv := range [][2]string{{"from", *from}, {"to", *to}} {
+		if fv[1] == "" {
 			continue
 		}
-		if _, err := parseVersion(name, v); err != nil {
+		if _, err := parseVersion(fv[0], fv[1]); err != nil {
 			return err
 		}
-		q.Set(name, v)
+		q.Set(fv[0], fv[1])
 	}
 	cl, err := e.connect(c)
 	if err != nil {

@@ -25,16 +25,7 @@ func cmdLogin(e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
-	cfg := Config{Server: c.server, Token: c.token, CAFile: c.caFile}
-	if cfg.Server == "" {
-		cfg.Server = e.getenv("PORTCULLIS_SERVER")
-	}
-	if cfg.Token == "" {
-		cfg.Token = e.getenv("PORTCULLIS_TOKEN")
-	}
-	if cfg.CAFile == "" {
-		cfg.CAFile = e.getenv("PORTCULLIS_CA_FILE")
-	}
+	cfg := e.flagsOrEnv(c)
 	if err := required("server", cfg.Server, "token", cfg.Token); err != nil {
 		return err
 	}
@@ -545,10 +536,8 @@ func cmdCredentialCreate(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *expires != "" {
-		if _, err := time.ParseDuration(*expires); err != nil {
-			return usageErr("--expires %q: want a duration such as 720h", *expires)
-		}
+	if err := durationFlag("expires", *expires); err != nil {
+		return err
 	}
 	if *out != "" {
 		if err := prepareOut(*out); err != nil {
@@ -658,10 +647,11 @@ func cmdCredentialRotate(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	for name, v := range map[string]string{"grace": *grace, "expires": *expires} {
-		if _, err := time.ParseDuration(v); v != "" && err != nil {
-			return usageErr("--%s %q: want a duration such as 24h", name, v)
-		}
+	if err := durationFlag("grace", *grace); err != nil {
+		return err
+	}
+	if err := durationFlag("expires", *expires); err != nil {
+		return err
 	}
 	if *out != "" {
 		if err := prepareOut(*out); err != nil {
@@ -767,10 +757,8 @@ func cmdTokenCreate(e *env, args []string) error {
 	default:
 		return usageErr("--role %q: use operator, admin or viewer", *role)
 	}
-	if *expires != "" {
-		if _, err := time.ParseDuration(*expires); err != nil {
-			return usageErr("--expires %q: want a duration such as 720h", *expires)
-		}
+	if err := durationFlag("expires", *expires); err != nil {
+		return err
 	}
 	cl, err := e.connect(c)
 	if err != nil {
@@ -849,4 +837,12 @@ func cmdTokenRevoke(e *env, args []string) error {
 		_, err := fmt.Fprintf(w, "token %d (%q) revoked\n", tk.ID, tk.Name)
 		return err
 	})
+}
+
+// durationFlag checks a duration flag's value; empty is not set.
+func durationFlag(name, v string) error {
+	if _, err := time.ParseDuration(v); v != "" && err != nil {
+		return usageErr("--%s %q: want a duration such as 720h", name, v)
+	}
+	return nil
 }

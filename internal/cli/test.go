@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
@@ -28,6 +29,9 @@ func cmdTest(e *env, args []string) error {
 	if *replace && len(with) == 0 {
 		return usageErr("--replace needs --with")
 	}
+	if *file == "-" && slices.Contains(with, "-") {
+		return usageErr("-f - and --with - cannot both read standard input")
+	}
 	b, err := e.readInput(*file)
 	if err != nil {
 		return err
@@ -48,6 +52,9 @@ func cmdTest(e *env, args []string) error {
 	if len(with) > 0 {
 		if candidates, err = e.readDocuments(with); err != nil {
 			return err
+		}
+		if len(candidates) == 0 {
+			return fmt.Errorf("--with %s: no objects found", strings.Join(with, ", "))
 		}
 		for _, d := range candidates {
 			req.Objects = append(req.Objects, d.json)
