@@ -193,19 +193,14 @@ func (s *Server) authorize(c *call) error {
 		if !p.Operator() {
 			return forbidden("this call needs an operator token; %q is a %s token of tenant %q", p.Name, p.Role, p.TenantName)
 		}
-		return nil
-	}
-	// Tenant routes. A token of another tenant learns nothing, not even
-	// that the tenant exists.
-	name := c.r.PathValue("tenant")
-	if !p.Operator() && name != p.TenantName {
-		return tenantNotFound(name)
-	}
-	t, err := s.Tenancy.FindTenantByName(c.ctx(), name)
-	if err != nil {
-		if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
-			return tenantNotFound(name)
+		if c.r.PathValue("tenant") == "" {
+			return nil
 		}
+	}
+	// A route whose path has {tenant} gets it resolved.
+	name := c.r.PathValue("tenant")
+	t, err := s.resolveTenant(c, name)
+	if err != nil {
 		return err
 	}
 	c.tenant = t
@@ -213,6 +208,20 @@ func (s *Server) authorize(c *call) error {
 		return forbidden("this call changes tenant %q and needs an admin token; %q is a %s token", name, p.Name, p.Role)
 	}
 	return nil
+}
+
+// resolveTenant finds a tenant named by a call. A token of another tenant
+// learns nothing, not even that the tenant exists.
+func (s *Server) resolveTenant(c *call, name string) (tenancy.Tenant, error) {
+	p := c.principal
+	if !p.Operator() && name != p.TenantName {
+		return tenancy.Tenant{}, tenantNotFound(name)
+	}
+	t, err := s.Tenancy.FindTenantByName(c.ctx(), name)
+	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+		return t, tenantNotFound(name)
+	}
+	return t, err
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -205,22 +205,13 @@ func (s *Server) createTenant(c *call) error {
 func (s *Server) getTenant(c *call) error { return c.json(toTenant(c.tenant)) }
 
 func (s *Server) deleteTenant(c *call) error {
-	// operatorOnly routes do not resolve {tenant}.
-	name := c.r.PathValue("tenant")
-	t, err := s.Tenancy.FindTenantByName(c.ctx(), name)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
-		return tenantNotFound(name)
-	}
-	if err != nil {
-		return err
-	}
+	t := c.tenant
 	if err := s.Tenancy.DeleteTenant(c.ctx(), t.ID); err != nil {
 		if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
-			return tenantNotFound(name)
+			return tenantNotFound(t.Name)
 		}
 		return err
 	}
-	c.tenant = t
 	c.audit(auditlog.Entry{Action: actionDelete, Kind: "Tenant", Name: t.Name})
 	return c.noContent()
 }

@@ -49,27 +49,13 @@ func tokenManager(c *call) error {
 	return nil
 }
 
-// tokenTenant resolves a tenant named in a token call. A tenant admin
-// naming another tenant is told it does not exist, as on every route.
-func (s *Server) tokenTenant(c *call, name string) (tenancy.Tenant, error) {
-	p := c.principal
-	if !p.Operator() && name != p.TenantName {
-		return tenancy.Tenant{}, tenantNotFound(name)
-	}
-	t, err := s.Tenancy.FindTenantByName(c.ctx(), name)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
-		return t, tenantNotFound(name)
-	}
-	return t, err
-}
-
 func (s *Server) listTokens(c *call) error {
 	if err := tokenManager(c); err != nil {
 		return err
 	}
 	scope := c.principal.TenantID
 	if name := c.query("tenant"); name != "" {
-		t, err := s.tokenTenant(c, name)
+		t, err := s.resolveTenant(c, name)
 		if err != nil {
 			return err
 		}
@@ -139,7 +125,7 @@ func (s *Server) createToken(c *call) error {
 			return invalidField("tenant", "is required for a %s token", in.Role)
 		}
 		var err error
-		if tenant, err = s.tokenTenant(c, in.Tenant); err != nil {
+		if tenant, err = s.resolveTenant(c, in.Tenant); err != nil {
 			return err
 		}
 	default:
