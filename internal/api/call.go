@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
@@ -61,7 +63,7 @@ func (c *call) body() ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.maxBody()))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, &apiError{code: http.StatusRequestEntityTooLarge, reason: "RequestEntityTooLarge",
+		return nil, &apiError{code: http.StatusRequestEntityTooLarge, reason: metav1.StatusReasonRequestEntityTooLarge,
 			msg: fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit)}
 	}
 	if err != nil {
@@ -175,12 +177,12 @@ func (s *Server) authorize(c *call) error {
 	}
 	token, ok := strings.CutPrefix(c.r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return &apiError{code: http.StatusUnauthorized, reason: "Unauthorized",
+		return &apiError{code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized,
 			msg: "an admin token is required: Authorization: Bearer <token>"}
 	}
 	p, err := s.Tokens.Authenticate(c.ctx(), strings.TrimSpace(token))
 	if errors.Is(err, adminauth.ErrUnauthenticated) {
-		return &apiError{code: http.StatusUnauthorized, reason: "Unauthorized", msg: err.Error()}
+		return &apiError{code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized, msg: err.Error()}
 	}
 	if err != nil {
 		return unavailable("the token store is unavailable; retry shortly", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -647,7 +648,7 @@ func (s *Server) rotateCredential(c *call) error {
 		return err
 	}
 	if old.RevokedAt != nil {
-		return &apiError{code: http.StatusConflict, reason: "Conflict",
+		return &apiError{code: http.StatusConflict, reason: metav1.StatusReasonConflict,
 			msg: fmt.Sprintf("credential %d is revoked; create a new credential instead", old.ID)}
 	}
 	in2, oldNow, err := s.Tenancy.RotateCredential(c.ctx(), c.tenant.ID, old.ID, grace,
