@@ -302,22 +302,25 @@ func (m *Main) setupAdminAPI() error {
 
 // recorder is where decisions go: Main.Recorder when a test set one, else
 // the database (unless --decision-store=false); also the log under
-// --decision-log.
+// --decision-log. Nil when nothing keeps them.
 func (m *Main) recorder() decisions.Recorder {
-	var r decisions.Recorder
+	var rs decisions.Recorders
 	switch {
 	case m.Recorder != nil:
-		r = m.Recorder
+		rs = append(rs, m.Recorder)
 	case m.DecisionRecorder != nil:
-		r = m.DecisionRecorder
-	default:
-		// --decision-store=false: only the log, if asked for, keeps them.
-		r = decisions.Recorders{}
+		rs = append(rs, m.DecisionRecorder)
 	}
 	if m.Config.DecisionLog {
-		return decisions.Recorders{r, decisions.LogRecorder{Logger: m.Logger}}
+		rs = append(rs, decisions.LogRecorder{Logger: m.Logger})
 	}
-	return r
+	switch len(rs) {
+	case 0:
+		return nil
+	case 1:
+		return rs[0]
+	}
+	return rs
 }
 
 // setupDecisions starts partition maintenance and, unless a test set

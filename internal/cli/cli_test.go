@@ -37,6 +37,10 @@ func TestCommandLineErrors(t *testing.T) {
 	if err := os.WriteFile(comments, []byte("# nothing here yet\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	badGV := filepath.Join(home, "bad-gv.yaml")
+	if err := os.WriteFile(badGV, []byte("apiVersion: a/b/c\nkind: Pod\nmetadata: {name: p}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		args     []string
@@ -72,6 +76,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{"test without file", with("test", "--tenant", "t", "--cluster", "c"), 2, "--f is required"},
 		{"test replace without with", with("test", "--tenant", "t", "--cluster", "c", "-f", "x", "--replace"), 2, "--replace needs --with"},
 		{"test stdin twice", with("test", "--tenant", "t", "--cluster", "c", "-f", "-", "--with", "-"), 2, "cannot both read standard input"},
+		{"test bad apiVersion", with("test", "--tenant", "t", "--cluster", "c", "-f", badGV), 1, badGV + ", document 1, field apiVersion: unexpected GroupVersion string: a/b/c"},
 		{"test with nothing", with("test", "--tenant", "t", "--cluster", "c", "-f", pod, "--with", comments), 1, "--with " + comments + ": no objects found"},
 		{"decisions bad since", with("decisions", "--tenant", "t", "--since", "yesterday"), 2, `--since "yesterday"`},
 		{"decisions bad verdict", with("decisions", "--tenant", "t", "--verdict", "deny"), 2, `--verdict "deny"`},

@@ -46,8 +46,11 @@ func (d document) where() string {
 	return s
 }
 
-func (m objectMeta) group() string {
-	if g, _, ok := strings.Cut(m.APIVersion, "/"); ok {
+func (m objectMeta) group() string { return groupOf(m.APIVersion) }
+
+// groupOf is the group of an apiVersion, "" for the core group.
+func groupOf(apiVersion string) string {
+	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
 		return g
 	}
 	return ""
@@ -56,7 +59,7 @@ func (m objectMeta) group() string {
 // ref is the object as kubectl names it: validatingadmissionpolicy.admissionregistration.k8s.io/name.
 func ref(apiVersion, kind, name string) string {
 	t := strings.ToLower(kind)
-	if g, _, ok := strings.Cut(apiVersion, "/"); ok && g != "" {
+	if g := groupOf(apiVersion); g != "" {
 		t += "." + g
 	}
 	return t + "/" + name

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
@@ -85,12 +87,12 @@ func asReview(d document) ([]byte, error) {
 	if d.meta.Kind == "AdmissionReview" {
 		return d.json, nil
 	}
-	group, version, ok := strings.Cut(d.meta.APIVersion, "/")
-	if !ok {
-		group, version = "", d.meta.APIVersion
+	gv, err := schema.ParseGroupVersion(d.meta.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%s, field apiVersion: %w", d.where(), err)
 	}
-	gvk := map[string]string{"group": group, "version": version, "kind": d.meta.Kind}
-	gvr := map[string]string{"group": group, "version": version, "resource": plural(d.meta.Kind)}
+	gvk := map[string]string{"group": gv.Group, "version": gv.Version, "kind": d.meta.Kind}
+	gvr := map[string]string{"group": gv.Group, "version": gv.Version, "resource": plural(d.meta.Kind)}
 	return json.Marshal(map[string]any{
 		"apiVersion": "admission.k8s.io/v1",
 		"kind":       "AdmissionReview",
