@@ -64,6 +64,10 @@ type Cluster struct {
 	Fast bool
 	// Log receives the server's log; nil discards it.
 	LogFile string
+	// Nice, when above zero, runs StartChild's server and every process it
+	// forks at that niceness: a benchmark's database that shares a core
+	// with the measuring client must not preempt it.
+	Nice int
 
 	cred  *syscall.Credential
 	child *exec.Cmd
@@ -145,6 +149,15 @@ func (c *Cluster) StartChild(ctx context.Context) error {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
 	cmd := exec.Command(filepath.Join(c.BinDir, "postgres"), args...)
+	if c.Nice > 0 {
+		// nice(1) execs the postmaster in place, so the pid, the death
+		// signal and the inherited niceness all carry over.
+		nice, err := exec.LookPath("nice")
+		if err != nil {
+			return fmt.Errorf("start postgres with niceness %d: %w", c.Nice, err)
+		}
+		cmd = exec.Command(nice, append([]string{"-n", strconv.Itoa(c.Nice), cmd.Path}, args...)...)
+	}
 	cmd.Dir = "/"
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(c.DataDir), "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
