@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,26 +267,38 @@ func copyBatch(ctx context.Context, pool *pgxpool.Pool, batch []*Decision) error
 
 // batchSource feeds COPY one row at a time, built as it is sent.
 //
-// It also yields the processor every yieldRows rows. On a gateway with
-// few cores, encoding a whole batch (a thousand rows at full load, some
-// milliseconds of CPU) in one go would hold back the webhook requests
-// that arrive meanwhile, and show in the latency tail; a decision waits
-// for storage, a request should not.
+// Encoding a batch takes milliseconds of CPU at full load. On a gateway
+// with few cores (the benchmark runs it with GOMAXPROCS=1) that would hold
+// back the webhook requests arriving meanwhile and show in the latency
+// tail: a decision can wait for storage, a request should not. So the
+// source pauses after every workSlice of encoding. It sleeps rather than
+// calling runtime.Gosched: Go's scheduler polls the network only when no
+// goroutine is runnable (or from sysmon, every 10ms), so a goroutine that
+// only yields keeps the bytes of arriving requests unread. While it
+// sleeps, the scheduler reads them; on an idle process the pause lasts
+// about a millisecond (the poller's resolution), which a batch can afford.
 type batchSource struct {
 	batch []*Decision
 	i     int
 	row   []any
 	err   error
+	slice time.Time // start of the current slice of work
 }
 
-const yieldRows = 16
+const (
+	workSlice = 500 * time.Microsecond
+	pause     = 20 * time.Microsecond
+)
 
 func (s *batchSource) Next() bool {
 	if s.err != nil || s.i >= len(s.batch) {
 		return false
 	}
-	if s.i > 0 && s.i%yieldRows == 0 {
-		runtime.Gosched()
+	if s.slice.IsZero() {
+		s.slice = time.Now()
+	} else if time.Since(s.slice) >= workSlice {
+		time.Sleep(pause)
+		s.slice = time.Now()
 	}
 	d := s.batch[s.i]
 	s.i++
