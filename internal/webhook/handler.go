@@ -65,6 +65,32 @@ type Handler struct {
 	DefaultTimeout time.Duration
 }
 
+// readBody reads the whole body. The apiserver sends Content-Length, so
+// the buffer is allocated once at its size: io.ReadAll's doublings from 512
+// bytes allocated about 2.5 times the body, a fifth of all a request
+// allocated, and every allocated byte is later work for the collector.
+// A declared length is trusted only up to 1 MiB before bytes arrive.
+func readBody(r io.Reader, declared int64) ([]byte, error) {
+	if declared <= 0 {
+		return io.ReadAll(r)
+	}
+	// One byte more than declared, so that reaching the end takes no growth.
+	buf := make([]byte, 0, min(declared, 1<<20)+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
 // The apiserver's timeout covers the whole round trip; the answer must be
 // written and sent before it ends.
 func deadlineMargin(timeout time.Duration) time.Duration {
@@ -124,7 +150,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		limit = 8 << 20
 	}
 	_, step = h.startStep(spanCtx, "decode")
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		endStep(step, err)
 		var tooBig *http.MaxBytesError
