@@ -104,7 +104,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.DecisionQueueSize, "decision-queue-size", 10_000, "decisions held in memory before they spill to --state-dir/decisions")
 	fs.BoolVar(&c.DecisionLog, "decision-log", false, "also log each decision as a JSON line")
 	fs.BoolVar(&c.DecisionStore, "decision-store", true, "store decisions in the database (false: only --decision-log keeps them)")
-	fs.Int64Var(&c.GCMinHeap, "gc-min-heap", 512<<20, "smallest heap, in bytes, before the garbage collector runs again; spaces out collections on a lightly loaded heap (0: Go's default; an explicit GOGC wins)")
+	fs.Int64Var(&c.GCMinHeap, "gc-min-heap", 64<<20, "smallest heap, in bytes, before the garbage collector runs again; spaces out collections on a lightly loaded heap (0: Go's default; an explicit GOGC wins)")
 	if err := envflag.Parse(fs, EnvPrefix, args, getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, usageError{fs}
