@@ -15,7 +15,11 @@ import (
 // annotationsJSON is the audit annotations as one JSON object. A repeated
 // key is written again: jsonb keeps its last value, as a map would.
 func annotationsJSON(anns []evaluator.AuditAnnotation) []byte {
-	b := append(make([]byte, 0, 64), '{')
+	return appendAnnotationsJSON(make([]byte, 0, 64), anns)
+}
+
+func appendAnnotationsJSON(b []byte, anns []evaluator.AuditAnnotation) []byte {
+	b = append(b, '{')
 	for i, a := range anns {
 		if i > 0 {
 			b = append(b, ',')
@@ -29,7 +33,11 @@ func annotationsJSON(anns []evaluator.AuditAnnotation) []byte {
 
 // bindingsJSON is []BindingRecord as encoding/json would write it.
 func bindingsJSON(bs []BindingRecord) []byte {
-	b := append(make([]byte, 0, 128*len(bs)+2), '[')
+	return appendBindingsJSON(make([]byte, 0, 128*len(bs)+2), bs)
+}
+
+func appendBindingsJSON(b []byte, bs []BindingRecord) []byte {
+	b = append(b, '[')
 	for i, r := range bs {
 		if i > 0 {
 			b = append(b, ',')
