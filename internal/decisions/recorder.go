@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -256,62 +255,14 @@ func (r *PGRecorder) copy(ctx context.Context, batch []*Decision) error {
 
 // copyBatch writes a batch with COPY, creating missing day partitions once.
 func copyBatch(ctx context.Context, pool *pgxpool.Pool, batch []*Decision) error {
-	_, err := pool.CopyFrom(ctx, pgx.Identifier{"decisions"}, columns, &batchSource{batch: batch})
+	err := copyRows(ctx, pool, batch)
 	if isNoPartition(err) {
 		if err = ensurePartitions(ctx, pool, daysOf(batch)); err == nil {
-			_, err = pool.CopyFrom(ctx, pgx.Identifier{"decisions"}, columns, &batchSource{batch: batch})
+			err = copyRows(ctx, pool, batch)
 		}
 	}
 	return err
 }
-
-// batchSource feeds COPY one row at a time, built as it is sent.
-//
-// Encoding a batch takes milliseconds of CPU at full load. On a gateway
-// with few cores (the benchmark runs it with GOMAXPROCS=1) that would hold
-// back the webhook requests arriving meanwhile and show in the latency
-// tail: a decision can wait for storage, a request should not. So the
-// source pauses after every workSlice of encoding. It sleeps rather than
-// calling runtime.Gosched: Go's scheduler polls the network only when no
-// goroutine is runnable (or from sysmon, every 10ms), so a goroutine that
-// only yields keeps the bytes of arriving requests unread. While it
-// sleeps, the scheduler reads them; on an idle process the pause lasts
-// about a millisecond (the poller's resolution), which a batch can afford.
-type batchSource struct {
-	batch []*Decision
-	i     int
-	row   []any
-	err   error
-	slice time.Time // start of the current slice of work
-}
-
-const (
-	workSlice = 500 * time.Microsecond
-	pause     = 20 * time.Microsecond
-)
-
-func (s *batchSource) Next() bool {
-	if s.err != nil || s.i >= len(s.batch) {
-		return false
-	}
-	if s.slice.IsZero() {
-		s.slice = time.Now()
-	} else if time.Since(s.slice) >= workSlice {
-		time.Sleep(pause)
-		s.slice = time.Now()
-	}
-	d := s.batch[s.i]
-	s.i++
-	if s.row, s.err = row(d); s.err != nil {
-		s.err = fmt.Errorf("decision %s: %w", d.ID, s.err)
-		return false
-	}
-	return true
-}
-
-func (s *batchSource) Values() ([]any, error) { return s.row, s.err }
-
-func (s *batchSource) Err() error { return s.err }
 
 func rowsOf(batch []*Decision) ([][]any, error) {
 	rows := make([][]any, len(batch))
