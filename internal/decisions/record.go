@@ -3,6 +3,7 @@ package decisions
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
@@ -105,6 +106,17 @@ func contains(ss []string, s string) bool {
 // in jsonb, and invalid UTF-8 in both. One such string from a request (a
 // user name, a CEL message) must not make a whole batch fail forever.
 func clean(s string) string {
+	// Plain ASCII, the common case, is checked in one pass first: this
+	// runs for every string of every decision.
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c >= utf8.RuneSelf {
+			return cleanSlow(s)
+		}
+	}
+	return s
+}
+
+func cleanSlow(s string) string {
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "")
 	}
