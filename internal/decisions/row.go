@@ -8,7 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// columns of the decisions table, in the order row writes them.
+// columns of the decisions table, in the order row and appendRow write
+// them.
 var columns = []string{
 	"id", "time", "tenant_id", "tenant", "cluster_id", "cluster", "uid", "operation",
 	"api_group", "api_version", "resource", "subresource", "kind", "namespace", "name",
