@@ -15,7 +15,8 @@
 #   VARIANT   extra gateway flags, e.g. "--gc-min-heap=536870912": adds a third
 #             gateway run with them, to compare in the same run
 #   PROFILE   a path: also write a CPU profile of the gateway at saturation,
-#             and its allocations since start to PROFILE.allocs
+#             and its allocations since start to PROFILE.allocs; the other
+#             gateways' (norecord, variant) go to PROFILE.<name>
 #             (builds the gateway with net/http/pprof added by -overlay)
 #   TRACE     a directory: also write execution traces of the gateway and the
 #             client, and each request's start and latency, during the

@@ -405,6 +405,13 @@ func TestWebhookLoad(t *testing.T) {
 	if profile != "" || traceDir != "" {
 		pprofAddr = freeAddr(t)
 	}
+	// Each gateway serves pprof on an address of its own when profiling.
+	pprofFor := func() string {
+		if profile == "" {
+			return ""
+		}
+		return freeAddr(t)
+	}
 	gw := startGateway(t, f, bin, "gateway", serverCPU, pprofAddr)
 	tv := startTrivial(t, f, serverCPU)
 	clients := []*client{newClient(f, tv, items), newClient(f, gw, items)}
@@ -412,11 +419,11 @@ func TestWebhookLoad(t *testing.T) {
 	if recording {
 		// The same gateway with decisions kept out of the database: what
 		// recording costs is the difference of their maximum throughputs.
-		off := startGateway(t, f, bin, "norecord", serverCPU, "", "--decision-store=false")
+		off := startGateway(t, f, bin, "norecord", serverCPU, pprofFor(), "--decision-store=false")
 		clients = append(clients, newClient(f, off, items))
 	}
 	if v := strings.Fields(os.Getenv(envVariant)); len(v) > 0 {
-		vs := startGateway(t, f, bin, "variant", serverCPU, "", v...)
+		vs := startGateway(t, f, bin, "variant", serverCPU, pprofFor(), v...)
 		clients = append(clients, newClient(f, vs, items))
 	}
 	rateRounds := envInt(t, envRateRounds, 3)
@@ -496,20 +503,27 @@ func TestWebhookLoad(t *testing.T) {
 			fixed[name][rate] = rs[len(rs)/2]
 		}
 	}
-	// 6. Optionally, a CPU profile of the gateway at saturation.
-	if profile != "" {
-		done := make(chan error, 1)
-		go func() { done <- fetchProfile(pprofAddr, profile, 8) }()
-		record(clients[1].run(0, 64, 9*time.Second))
-		if err := <-done; err != nil {
-			t.Errorf("profile: %v", err)
-		} else {
-			fmt.Printf("gateway CPU profile (8 s at saturation): %s\n", profile)
+	// 6. Optionally, a CPU profile of each gateway at saturation.
+	for _, c := range clients {
+		if profile == "" || c.srv.pprof == "" {
+			continue
 		}
-		if err := fetchPprof(pprofAddr, "allocs", profile+".allocs", 0); err != nil {
-			t.Errorf("allocation profile: %v", err)
+		path := profile
+		if c.srv.name != "gateway" {
+			path += "." + c.srv.name
+		}
+		done := make(chan error, 1)
+		go func() { done <- fetchProfile(c.srv.pprof, path, 8) }()
+		record(c.run(0, 64, 9*time.Second))
+		if err := <-done; err != nil {
+			t.Errorf("%s profile: %v", c.srv.name, err)
 		} else {
-			fmt.Printf("gateway allocations since it started: %s.allocs\n", profile)
+			fmt.Printf("%s CPU profile (8 s at saturation): %s\n", c.srv.name, path)
+		}
+		if err := fetchPprof(c.srv.pprof, "allocs", path+".allocs", 0); err != nil {
+			t.Errorf("%s allocation profile: %v", c.srv.name, err)
+		} else {
+			fmt.Printf("%s allocations since it started: %s.allocs\n", c.srv.name, path)
 		}
 	}
 

@@ -162,6 +162,7 @@ type server struct {
 	name    string
 	url     string // the validate URL
 	metrics string // the gateway's /metrics URL
+	pprof   string // its net/http/pprof address, when profiling
 	cmd     *exec.Cmd
 }
 
@@ -216,7 +217,7 @@ func startGateway(t *testing.T, f *fixture, bin, name string, cpu int, pprofAddr
 	cmd := pinned(t, name, cpu, env, args...)
 	waitHTTP(t, name, "http://"+metrics+"/readyz", nil)
 	return &server{name: name, url: "https://" + webhook + "/t/" + tenantName + "/validate", cmd: cmd,
-		metrics: "http://" + metrics + "/metrics"}
+		metrics: "http://" + metrics + "/metrics", pprof: pprofAddr}
 }
 
 func startTrivial(t *testing.T, f *fixture, cpu int) *server {
