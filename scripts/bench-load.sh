@@ -19,12 +19,14 @@
 #             gateways' (norecord, variant) go to PROFILE.<name>
 #             (builds the gateway with net/http/pprof added by -overlay)
 #   TRACE     a directory: also write execution traces of the gateway and the
-#             client, and each request's start and latency, during the
-#             gateway's highest fixed rate (pprof build, as PROFILE)
+#             client, and each request's start and latency, during an extra
+#             round of the gateway at the highest fixed rate, kept out of the
+#             figures (pprof build, as PROFILE)
 #   RECORDING 1 (default) also runs the gateway with --decision-store=false
 #             and compares: recording decisions may cost at most 15% of the
 #             maximum throughput (issue 8); 0 skips it
 #   ENFORCE=1 fail when a performance target is missed
+#   TIMEOUT   for the whole run (default 60m)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-postgres.sh
@@ -55,4 +57,4 @@ PORTCULLIS_LOAD=1 \
 	PORTCULLIS_LOAD_RATE_ROUNDS="${RATE_ROUNDS:-3}" \
 	PORTCULLIS_LOAD_ENFORCE="${ENFORCE:-}" \
 	PORTCULLIS_LOAD_RECORDING="${RECORDING:-1}" \
-	GOMAXPROCS=1 GOGC=400 taskset -c 0 "$tmp/load.test" -test.run '^TestWebhookLoad$' -test.v -test.timeout 10m
+	GOMAXPROCS=1 GOGC=400 taskset -c 0 "$tmp/load.test" -test.run '^TestWebhookLoad$' -test.v -test.timeout "${TIMEOUT:-60m}"

@@ -65,8 +65,9 @@ type Cluster struct {
 	// Log receives the server's log; nil discards it.
 	LogFile string
 	// Nice, when above zero, runs StartChild's server and every process it
-	// forks at that niceness: a benchmark's database that shares a core
-	// with the measuring client must not preempt it.
+	// forks that much nicer than this process (as nice(1) -n; 19 is the
+	// lowest priority): a benchmark's database that shares a core with the
+	// measuring client must not preempt it.
 	Nice int
 
 	cred  *syscall.Credential

@@ -46,6 +46,15 @@ func TestReadBody(t *testing.T) {
 			t.Errorf("%.0f allocations, want at most 2", n)
 		}
 	})
+	t.Run("a large declared length with nothing sent holds little", func(t *testing.T) {
+		got, err := readBody(strings.NewReader(""), 1<<30)
+		if err != nil || len(got) != 0 {
+			t.Fatalf("got %d bytes, %v", len(got), err)
+		}
+		if cap(got) > presizeMax+1 {
+			t.Errorf("buffer of %d bytes for an empty body, want at most %d", cap(got), presizeMax+1)
+		}
+	})
 	t.Run("over the limit", func(t *testing.T) {
 		w := httptest.NewRecorder()
 		_, err := readBody(http.MaxBytesReader(w, io.NopCloser(bytes.NewReader([]byte(body))), 1000), int64(len(body)))

@@ -69,13 +69,15 @@ type Handler struct {
 // the buffer is allocated once at its size: io.ReadAll's doublings from 512
 // bytes allocated about 2.5 times the body, a fifth of all a request
 // allocated, and every allocated byte is later work for the collector.
-// A declared length is trusted only up to 1 MiB before bytes arrive.
+// Before any byte has arrived, a declared length is trusted only up to
+// presizeMax: a stream that declares a large body and sends nothing must
+// not hold much memory.
 func readBody(r io.Reader, declared int64) ([]byte, error) {
 	if declared <= 0 {
 		return io.ReadAll(r)
 	}
 	// One byte more than declared, so that reaching the end takes no growth.
-	buf := make([]byte, 0, min(declared, 1<<20)+1)
+	buf := make([]byte, 0, min(declared, presizeMax)+1)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -90,6 +92,10 @@ func readBody(r io.Reader, declared int64) ([]byte, error) {
 		}
 	}
 }
+
+// presizeMax is far above a typical review (a Pod is 5-10 KB) and far
+// below --max-request-bytes.
+const presizeMax = 64 << 10
 
 // The apiserver's timeout covers the whole round trip; the answer must be
 // written and sent before it ends.
@@ -150,7 +156,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		limit = 8 << 20
 	}
 	_, step = h.startStep(spanCtx, "decode")
-	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	var body []byte
+	if r.ContentLength > limit {
+		// Refused before reading: the same answer the limited reader gives.
+		err = &http.MaxBytesError{Limit: limit}
+	} else {
+		body, err = readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	}
 	if err != nil {
 		endStep(step, err)
 		var tooBig *http.MaxBytesError

@@ -231,8 +231,11 @@ func TestHandler(t *testing.T) {
 		auth        string // defaults to "Bearer good"
 		contentType string // defaults to application/json
 		body        string
-		wantCode    int
-		wantInBody  string
+		// undeclared sends the body without Content-Length, as a chunked
+		// HTTP/1.1 request or an HTTP/2 one without the header would.
+		undeclared bool
+		wantCode   int
+		wantInBody string
 		// For 200 answers:
 		apiVersion      string
 		wantAllowed     bool
@@ -257,6 +260,9 @@ func TestHandler(t *testing.T) {
 		{name: "wrong content type", contentType: "text/plain", body: review(v1, "u", "pods", "CREATE", goodPod, false), wantCode: 415, wantInBody: `Content-Type \"text/plain\" is not supported`, wantRecorded: true, wantVerdict: decisions.VerdictRejected},
 		{name: "json with charset", contentType: "application/json; charset=utf-8", body: review(v1, "u6", "pods", "CREATE", goodPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true, wantRecorded: true, wantVerdict: decisions.VerdictAllowed},
 		{name: "too large", body: `{"apiVersion":"admission.k8s.io/v1","pad":"` + strings.Repeat("x", 9<<20) + `"}`, wantCode: 413, wantInBody: "larger than 8388608 bytes", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+		{name: "too large, length not declared", undeclared: true, body: `{"apiVersion":"admission.k8s.io/v1","pad":"` + strings.Repeat("x", 9<<20) + `"}`, wantCode: 413, wantInBody: "larger than 8388608 bytes", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+		{name: "allowed, length not declared", undeclared: true, body: review(v1, "u7", "pods", "CREATE", goodPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true,
+			wantAnnotations: map[string]string{"require-team.team": "a"}, wantRecorded: true, wantVerdict: decisions.VerdictAllowed},
 		{name: "malformed JSON", body: `{"apiVersion":`, wantCode: 400, wantInBody: "not a valid AdmissionReview JSON", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
 		{name: "missing request", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, wantCode: 400, wantInBody: "has no request", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
 		{name: "missing uid", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}`, wantCode: 400, wantInBody: "request.uid is missing", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
@@ -276,6 +282,9 @@ func TestHandler(t *testing.T) {
 				ct = "application/json"
 			}
 			req := httptest.NewRequest(method, path, strings.NewReader(tt.body))
+			if tt.undeclared {
+				req.ContentLength = -1
+			}
 			req.Header.Set("Content-Type", ct)
 			switch tt.auth {
 			case "":
