@@ -67,7 +67,8 @@ type copyReader struct {
 	buf    []byte
 	off    int // start of the bytes not read yet
 	err    error
-	slice  time.Time // start of the current slice of work
+	slice  time.Time     // start of the current slice of work
+	worked time.Duration // of the current slice, when no Read runs
 }
 
 const (
@@ -96,21 +97,27 @@ func (r *copyReader) Read(p []byte) (int, error) {
 	if r.closed {
 		return 0, io.ErrClosedPipe
 	}
-	if r.off > 0 { // keep what the last read left
+	// Only time spent encoding counts towards a slice: between reads,
+	// pgconn writes to the socket, and the network is polled anyway.
+	r.slice = time.Now().Add(-r.worked)
+	defer func() { r.worked = time.Since(r.slice) }()
+	if len(r.buf)-r.off < len(p) && r.off > 0 {
+		// Move what the last read left to the front, once per refill
+		// (not per read: a row larger than p is served in pieces).
 		r.buf = r.buf[:copy(r.buf, r.buf[r.off:])]
 		r.off = 0
 	}
-	for len(r.buf) < len(p) && r.state != copyDone && r.err == nil {
+	for len(r.buf)-r.off < len(p) && r.state != copyDone && r.err == nil {
 		r.encodeNext()
 	}
 	if r.err != nil {
 		return 0, r.err
 	}
-	if len(r.buf) == 0 {
+	if len(r.buf) == r.off {
 		return 0, io.EOF
 	}
-	n := copy(p, r.buf)
-	r.off = n
+	n := copy(p, r.buf[r.off:])
+	r.off += n
 	return n, nil
 }
 
@@ -122,9 +129,7 @@ func (r *copyReader) encodeNext() {
 		r.buf = binary.BigEndian.AppendUint32(r.buf, 0) // header extension length
 		r.state = copyBody
 	case r.i < len(r.batch):
-		if r.slice.IsZero() {
-			r.slice = time.Now()
-		} else if time.Since(r.slice) >= workSlice {
+		if time.Since(r.slice) >= workSlice {
 			time.Sleep(pause)
 			r.slice = time.Now()
 		}
@@ -166,6 +171,7 @@ func appendRow(b []byte, d *Decision) ([]byte, error) {
 	recs := bindingRecords(d.Bindings)
 	policies, deniedBy, fpa := summarize(recs)
 
+	rowStart := len(b)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(columns)))
 	b = appendBytes(b, id[:])
 	b = appendInt64(b, timestamptz(d.Time))
@@ -208,8 +214,16 @@ func appendRow(b []byte, d *Decision) ([]byte, error) {
 	b = appendInt64(b, int64(math.Float64bits(float64(d.Latency)/float64(time.Millisecond))))
 	b = appendText(b, clean(d.Instance))
 	b = appendInt64(b, d.SnapshotVersion)
+	if len(b)-rowStart > maxRow {
+		// A field this long would overflow its int32 length.
+		return b[:rowStart], fmt.Errorf("the row is %d bytes, more than PostgreSQL stores (%d)", len(b)-rowStart, maxRow)
+	}
 	return b, nil
 }
+
+// maxRow is PostgreSQL's limit for one field, and so a bound that keeps
+// every field's int32 length from overflowing.
+const maxRow = 1 << 30
 
 // timestamptz is t in microseconds since 2000-01-01 UTC, the sub-microsecond
 // part dropped as pgx does.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
@@ -62,7 +63,14 @@ func copyOracleDecisions() []*Decision {
 		many.Bindings = append(many.Bindings, evaluator.BindingResult{Policy: p, Binding: p, Outcome: evaluator.OutcomeViolation, Denied: i%3 == 0})
 		many.UserGroups = append(many.UserGroups, p)
 	}
-	ds = append(ds, nilSlices, empty, many)
+	// Every text field different, so that two columns swapped show.
+	distinct := decision(now)
+	distinct.TenantName, distinct.ClusterName, distinct.UID, distinct.Operation = "tenant", "cluster", "uid", "UPDATE"
+	distinct.Group, distinct.Version, distinct.Resource, distinct.SubResource = "apps", "v1", "deployments", "scale"
+	distinct.Kind, distinct.Namespace, distinct.Name, distinct.UserName = "Scale", "ns", "name", "user"
+	distinct.Reason, distinct.Message, distinct.Instance = "reason", "message", "instance"
+	distinct.DryRun, distinct.TimedOut = true, false
+	ds = append(ds, nilSlices, empty, many, distinct)
 	for i, t := range []time.Time{
 		{}, // zero: year 1
 		time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -250,13 +258,21 @@ func TestCopyBatchStoresAwkwardRows(t *testing.T) {
 	}
 	bad := decision(time.Now())
 	bad.ID = "not-a-uuid"
+	if err := copyBatch(ctx, f.pool, ds[:1]); err != nil { // a connection to reuse
+		t.Fatal(err)
+	}
+	opened := f.pool.Stat().NewConnsCount()
 	for range 3 {
-		err := copyBatch(ctx, f.pool, append(ds[:1:1], bad))
+		err := copyBatch(ctx, f.pool, append(ds[1:2:2], bad))
 		if err == nil || !strings.Contains(err.Error(), "not-a-uuid") {
 			t.Fatalf("error %v, want one naming the decision", err)
 		}
 	}
-	if err := copyBatch(ctx, f.pool, ds); err != nil {
+	// The COPY was refused cleanly: the same connection serves again.
+	if n := f.pool.Stat().NewConnsCount(); n != opened {
+		t.Errorf("%d connections opened by the failed batches, want none", n-opened)
+	}
+	if err := copyBatch(ctx, f.pool, ds[1:]); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := f.rows(t); n != len(ds) {
@@ -275,6 +291,19 @@ func TestCopyBatchStoresAwkwardRows(t *testing.T) {
 			Scan(&groups, &warnings, &policies, &message, &latency, &bindings)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The text columns, by name, as row gives them.
+		for i, c := range columns {
+			if columnOID(c) != pgtype.TextOID {
+				continue
+			}
+			var got string
+			if err := f.pool.QueryRow(ctx, `SELECT `+pgx.Identifier{c}.Sanitize()+` FROM decisions WHERE id = $1`, d.ID).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != values[i] {
+				t.Fatalf("decision %s: %s = %q, want %q", d.ID, c, got, values[i])
+			}
 		}
 		if !slices.Equal(groups, values[16].([]string)) || !slices.Equal(warnings, values[23].([]string)) ||
 			!slices.Equal(policies, values[26].([]string)) || message != values[22] || latency != values[30] ||

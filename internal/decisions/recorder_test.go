@@ -395,3 +395,36 @@ func TestReplaySkipsPastRetention(t *testing.T) {
 		}
 	}
 }
+
+// A batch whose commit the recorder could not confirm is spilled and
+// replayed through INSERT ... ON CONFLICT (id, time) DO NOTHING. COPY cuts
+// a time to microseconds while the replay's JSON path rounds it, so a
+// time with 500ns or more past the microsecond used to be stored twice.
+func TestReplayOfACommittedBatchStoresItOnce(t *testing.T) {
+	f := newFixture(t)
+	r := f.recorder(t)
+	ctx := context.Background()
+	base := time.Now().UTC().Truncate(time.Microsecond)
+	var ds []*Decision
+	for _, ns := range []time.Duration{0, 499, 500, 700, 999} {
+		d := decision(base.Add(ns))
+		normalize(d)
+		ds = append(ds, d)
+	}
+	if err := copyBatch(ctx, f.pool, ds); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.insertOnce(ctx, ds); err != nil || n != 0 {
+		t.Fatalf("replay inserted %d rows (%v), want 0: every decision is stored already", n, err)
+	}
+	rows, err := rowsOf(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.insertEach(ctx, ds, rows); err != nil || n != 0 {
+		t.Fatalf("row by row, replay inserted %d rows (%v), want 0", n, err)
+	}
+	if n, distinct := f.rows(t); n != len(ds) || distinct != len(ds) {
+		t.Fatalf("%d rows, %d distinct ids; want %d of each", n, distinct, len(ds))
+	}
+}

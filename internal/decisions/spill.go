@@ -255,6 +255,9 @@ func readSegment(path string, n int, fn func([]*Decision) error) (bad int, err e
 			if json.Unmarshal(line, d) != nil || d.ID == "" {
 				bad++
 			} else {
+				// Files written before normalize cut times to
+				// microseconds hold nanoseconds.
+				d.Time = d.Time.Truncate(time.Microsecond)
 				chunk = append(chunk, d)
 			}
 		}

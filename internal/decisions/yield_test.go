@@ -1,7 +1,6 @@
 package decisions
 
 import (
-	"io"
 	"net"
 	"runtime"
 	"slices"
@@ -13,7 +12,7 @@ import (
 // arriving on the network must still be read. A source that only called
 // runtime.Gosched would let the network in when sysmon polls it, about
 // every 10ms (the scheduler polls it only when nothing is runnable): the
-// median time between round trips below was 7-8ms. Pausing after each
+// time between round trips below was 7-11ms. Pausing after each
 // slice of work lets one in per slice, about every millisecond.
 func TestCopyReaderLetsTheNetworkIn(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
@@ -71,34 +70,32 @@ func TestCopyReaderLetsTheNetworkIn(t *testing.T) {
 		<-done
 		trips <- gaps
 	}()
-	batch := benchDecisions(256)
-	buf := make([]byte, 65536-5) // as pgconn reads
-	start := time.Now()
-	rows := 0
-	for time.Since(start) < encodeFor {
-		r := newCopyReader(batch)
-		r.slice = start
-		for {
-			_, err := r.Read(buf)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		rows += r.i
-		_ = r.close()
+	// One reader over a batch longer than the test: the pauses must come
+	// from its own slices of work, not from starting new readers.
+	some := benchDecisions(256)
+	batch := make([]*Decision, 4_000_000)
+	for i := range batch {
+		batch[i] = some[i%len(some)]
 	}
+	buf := make([]byte, 65536-5) // as pgconn reads
+	r := newCopyReader(batch)
+	start := time.Now()
+	for time.Since(start) < encodeFor {
+		if _, err := r.Read(buf); err != nil {
+			t.Fatal(err) // the batch outlasts the test
+		}
+	}
+	rows := r.i
+	_ = r.close()
 	close(done)
 	gaps := <-trips
-	if len(gaps) < 3 {
+	if len(gaps) < 10 {
 		t.Fatalf("%d network round trips while %d rows were encoded", len(gaps), rows)
 	}
 	slices.Sort(gaps)
-	median := gaps[len(gaps)/2]
-	t.Logf("%d round trips while %d rows were encoded; median %v apart", len(gaps), rows, median)
-	if median > 4*time.Millisecond {
-		t.Errorf("network round trips a median %v apart while encoding, want at most 4ms", median)
+	p90 := gaps[len(gaps)*9/10]
+	t.Logf("%d round trips while %d rows were encoded; 90%% within %v", len(gaps), rows, p90)
+	if p90 > 4*time.Millisecond {
+		t.Errorf("90%% of network round trips within %v of the last while encoding, want at most 4ms", p90)
 	}
 }
