@@ -74,9 +74,10 @@ func newFixture(t *testing.T) *fixture {
 	// core, where the recorder's COPY batches would otherwise preempt the
 	// client and show as latency of whichever server is being measured.
 	// At niceness 10 the client preempts it when it wakes, while the
-	// database still gets a tenth of the core when both want it: at 19 it
-	// was starved when the client was busy, its COPYs timed out and the
-	// gateway spilled, which is not what the benchmark is about.
+	// database still gets a tenth of the core when both want it. At 19 it
+	// got almost nothing once anything else busy shared the core (a stray
+	// busy loop did once): its COPYs timed out and the gateway spilled,
+	// which is not what the benchmark is about.
 	pg.Fast, pg.Nice = true, 10
 	if err := pg.Init(ctx); err != nil {
 		t.Fatalf("initdb: %v", err)
