@@ -234,6 +234,9 @@ func TestHandler(t *testing.T) {
 		// undeclared sends the body without Content-Length, as a chunked
 		// HTTP/1.1 request or an HTTP/2 one without the header would.
 		undeclared bool
+		// wantUnread: refused on its declared length, before any byte
+		// of the body is read.
+		wantUnread bool
 		wantCode   int
 		wantInBody string
 		// For 200 answers:
@@ -259,7 +262,7 @@ func TestHandler(t *testing.T) {
 		{name: "another tenant's credential", auth: "Bearer other-tenant", body: review(v1, "u", "pods", "CREATE", goodPod, false), wantCode: 403, wantInBody: "forbidden"},
 		{name: "wrong content type", contentType: "text/plain", body: review(v1, "u", "pods", "CREATE", goodPod, false), wantCode: 415, wantInBody: `Content-Type \"text/plain\" is not supported`, wantRecorded: true, wantVerdict: decisions.VerdictRejected},
 		{name: "json with charset", contentType: "application/json; charset=utf-8", body: review(v1, "u6", "pods", "CREATE", goodPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true, wantRecorded: true, wantVerdict: decisions.VerdictAllowed},
-		{name: "too large", body: `{"apiVersion":"admission.k8s.io/v1","pad":"` + strings.Repeat("x", 9<<20) + `"}`, wantCode: 413, wantInBody: "larger than 8388608 bytes", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
+		{name: "too large", body: `{"apiVersion":"admission.k8s.io/v1","pad":"` + strings.Repeat("x", 9<<20) + `"}`, wantUnread: true, wantCode: 413, wantInBody: "larger than 8388608 bytes", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
 		{name: "too large, length not declared", undeclared: true, body: `{"apiVersion":"admission.k8s.io/v1","pad":"` + strings.Repeat("x", 9<<20) + `"}`, wantCode: 413, wantInBody: "larger than 8388608 bytes", wantRecorded: true, wantVerdict: decisions.VerdictRejected},
 		{name: "allowed, length not declared", undeclared: true, body: review(v1, "u7", "pods", "CREATE", goodPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true,
 			wantAnnotations: map[string]string{"require-team.team": "a"}, wantRecorded: true, wantVerdict: decisions.VerdictAllowed},
@@ -281,7 +284,8 @@ func TestHandler(t *testing.T) {
 			if ct == "" {
 				ct = "application/json"
 			}
-			req := httptest.NewRequest(method, path, strings.NewReader(tt.body))
+			src := strings.NewReader(tt.body)
+			req := httptest.NewRequest(method, path, src)
 			if tt.undeclared {
 				req.ContentLength = -1
 			}
@@ -295,6 +299,9 @@ func TestHandler(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			f.h.ServeHTTP(rec, req)
+			if tt.wantUnread && src.Len() != len(tt.body) {
+				t.Errorf("%d bytes of the body were read, want none", len(tt.body)-src.Len())
+			}
 			body := rec.Body.Bytes()
 			if rec.Code != tt.wantCode {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantCode, body)
