@@ -107,6 +107,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance}
 	authenticated := false
+	answered := false // the status line of the answer is written
 	spanCtx, span := h.startRequestSpan(r)
 	// One deferred function, so a panic still yields exactly one decision.
 	defer func() {
@@ -116,8 +117,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(p)
 			}
 			h.Metrics.panics.Inc()
-			h.Logger.Error("panic while handling an admission request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "uid", d.UID)
-			h.fail(w, d, http.StatusInternalServerError, "internal error while evaluating the request; it was logged")
+			h.Logger.Error("panic while handling an admission request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "uid", d.UID, "answered", answered)
+			// After the answer, an error body would only corrupt it; the
+			// decision keeps what the apiserver was told.
+			if !answered {
+				h.fail(w, d, http.StatusInternalServerError, "internal error while evaluating the request; it was logged")
+			}
 		}
 		if authenticated {
 			h.finish(spanCtx, d, start)
@@ -222,6 +227,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out := EncodeAnswer(rev, res)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
+	answered = true
 	_, err = w.Write(out)
 	endStep(step, err)
 

@@ -481,3 +481,26 @@ func TestDeadlineAppliesFailurePolicy(t *testing.T) {
 		t.Fatalf("decision %+v", d)
 	}
 }
+
+// A panic after the answer is written (here, in namespace learning) must
+// leave that answer intact: appending an error body would make the
+// apiserver fail the call. The decision records what was answered.
+func TestPanicAfterTheAnswerKeepsIt(t *testing.T) {
+	f := newFixture(t)
+	f.h.Learn = func(tenantID, clusterID int64, ns *corev1.Namespace) { panic("boom") }
+	req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "namespaces", "CREATE", goodNS, false)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer good")
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	var rev admissionv1.AdmissionReview
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &rev) != nil || rev.Response == nil || !rev.Response.Allowed {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if got := testutil.ToFloat64(f.h.Metrics.Panics()); got != 1 {
+		t.Fatalf("panics metric = %v", got)
+	}
+	if len(f.recorded) != 1 || f.recorded[0].Verdict != decisions.VerdictAllowed || f.recorded[0].HTTPStatus != 200 {
+		t.Fatalf("decisions %+v", f.recorded)
+	}
+}

@@ -74,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 		}, []string{"tenant", "policy", "cause"}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portcullis_webhook_panics_total",
-			Help: "Webhook requests that panicked and were answered with 500.",
+			Help: "Webhook requests that panicked: answered with 500, or left with their answer when it was already written.",
 		}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portcullis_webhook_authentication_failures_total",
