@@ -973,24 +973,15 @@ func globalCall(fn string, args []fnode) (fnode, error) {
 		case operators.LogicalAnd, operators.LogicalOr:
 			and := fn == operators.LogicalAnd
 			return func(x *fx) (any, bool) {
-				l, ok := a(x)
+				lb, ok := evalAs[bool](a, x)
 				if !ok {
-					return nil, false
-				}
-				lb, isBool := l.(bool)
-				if !isBool {
 					return nil, false
 				}
 				x.cost++
 				if lb != and {
 					return lb, true
 				}
-				r, ok := b(x)
-				if !ok {
-					return nil, false
-				}
-				rb, isBool := r.(bool)
-				return rb, isBool
+				return evalAs[bool](b, x)
 			}, nil
 		case operators.Equals, operators.NotEquals:
 			ne := fn == operators.NotEquals
@@ -1103,12 +1094,8 @@ func globalCall(fn string, args []fnode) (fnode, error) {
 		if fn == operators.Conditional {
 			cond, t, f := args[0], args[1], args[2]
 			return func(x *fx) (any, bool) {
-				c, ok := cond(x)
+				b, ok := evalAs[bool](cond, x)
 				if !ok {
-					return nil, false
-				}
-				b, isBool := c.(bool)
-				if !isBool {
 					return nil, false
 				}
 				x.cost++

@@ -508,7 +508,7 @@ func TestWebhookLoad(t *testing.T) {
 	// Tracing slows both sides, so the traced round is an extra one, kept
 	// out of the figures above.
 	if traceDir != "" {
-		r := clients[1].traced(pprofAddr, traceDir, slices.Max(rates), du)
+		r := clients[1].traced(t, pprofAddr, traceDir, slices.Max(rates), du)
 		r.load += " (traced)"
 		record(r)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	rtrace "runtime/trace"
+	"testing"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -14,13 +15,14 @@ import (
 // traced is run at a fixed rate while taking execution traces of the
 // gateway and of this client, and writing every request's start and
 // latency, so that a slow answer can be placed on both timelines.
-func (c *client) traced(pprofAddr, dir string, rate int, du time.Duration) result {
+func (c *client) traced(t *testing.T, pprofAddr, dir string, rate int, du time.Duration) result {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
 	lf, err := os.Create(filepath.Join(dir, "latencies.txt"))
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
 	w := bufio.NewWriter(lf)
 	c.onResult = func(r *vegeta.Result) {
@@ -28,13 +30,13 @@ func (c *client) traced(pprofAddr, dir string, rate int, du time.Duration) resul
 	}
 	cf, err := os.Create(filepath.Join(dir, "client.trace"))
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	secs := max(int(du/time.Second)-1, 1)
 	go func() { done <- fetchPprof(pprofAddr, "trace", filepath.Join(dir, "gateway.trace"), secs) }()
 	if err := rtrace.Start(cf); err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
 	r := c.run(rate, 0, du)
 	rtrace.Stop()
