@@ -7,7 +7,9 @@
 #     plugin on the same Pod, in the same binary, rounds alternating, and the
 #     ratio of their medians.
 # ROUNDS (default 6) sets the number of alternating rounds; CPU (default 1)
-# the core.
+# the core. BASELINE_REV (a git revision) also builds the evaluator of that
+# revision (in a temporary worktree) and runs it in the same alternating
+# rounds, to compare a change with what it replaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-6}"
@@ -26,6 +28,11 @@ pin() {
 
 go test -c -o "$tmp/evaluator.test" ./internal/evaluator
 (cd test/differential && go test -c -o "$tmp/differential.test" .)
+if [ -n "${BASELINE_REV:-}" ]; then
+	git worktree add --detach "$tmp/base" "$BASELINE_REV" >/dev/null
+	trap 'git worktree remove --force "$tmp/base"; rm -rf "$tmp"' EXIT
+	(cd "$tmp/base/test/differential" && go test -c -o "$tmp/baseline.test" .)
+fi
 
 echo "== evaluator: compile, heap per policy, evaluation by tenant size"
 (cd internal/evaluator && pin "$tmp/evaluator.test" -test.run '^$' -test.bench 'CompileBaseline|ValidateBaseline' \
@@ -38,6 +45,10 @@ for _ in $(seq "$ROUNDS"); do
 		(cd test/differential && pin "$tmp/differential.test" -test.run '^$' -test.bench "^$b\$" -test.benchmem -test.benchtime 2s 2>/dev/null) |
 			grep -E '^Benchmark' | tee -a "$tmp/diff.txt"
 	done
+	if [ -n "${BASELINE_REV:-}" ]; then
+		(cd test/differential && pin "$tmp/baseline.test" -test.run '^$' -test.bench '^BenchmarkBaselineEvaluator$' -test.benchmem -test.benchtime 2s 2>/dev/null) |
+			grep -E '^Benchmark' | sed 's/^BenchmarkBaselineEvaluator/BenchmarkBeforeEvaluator/' | tee -a "$tmp/diff.txt"
+	fi
 done
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
@@ -50,3 +61,11 @@ awk -v p="$plugin" -v e="$eval" -v pa="$pa" -v ea="$ea" 'BEGIN {
 	printf "median evaluator %10.0f ns/op %6.0f allocs/op\n", e, ea
 	printf "ratio plugin/evaluator: %.2fx\n", p / e
 }'
+if [ -n "${BASELINE_REV:-}" ]; then
+	before="$(grep '^BenchmarkBeforeEvaluator' "$tmp/diff.txt" | awk '{print $3}' | median)"
+	ba="$(grep '^BenchmarkBeforeEvaluator' "$tmp/diff.txt" | awk '{print $7}' | median)"
+	awk -v b="$before" -v e="$eval" -v ba="$ba" -v rev="$BASELINE_REV" 'BEGIN {
+		printf "median evaluator at %s %10.0f ns/op %6.0f allocs/op\n", rev, b, ba
+		printf "ratio %s/now: %.2fx\n", rev, b / e
+	}'
+fi

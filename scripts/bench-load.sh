@@ -22,6 +22,9 @@
 #             client, and each request's start and latency, during an extra
 #             round of the gateway at the highest fixed rate, kept out of the
 #             figures (pprof build, as PROFILE)
+#   BASELINE_REV a git revision: also build the gateway of that revision (in a
+#             temporary worktree) and run it as "baseline" in the same rounds,
+#             to compare a change with what it replaces
 #   RECORDING 1 (default) also runs the gateway with --decision-store=false
 #             and compares: recording decisions may cost at most 15% of the
 #             maximum throughput (issue 8); 0 skips it
@@ -44,6 +47,13 @@ else
 	go build -o "$tmp/gateway" ./cmd/gateway
 fi
 (cd test/load && go test -c -o "$tmp/load.test" .)
+baseline=""
+if [ -n "${BASELINE_REV:-}" ]; then
+	git worktree add --detach "$tmp/base" "$BASELINE_REV" >/dev/null
+	trap 'git worktree remove --force "$tmp/base"; rm -rf "$tmp"' EXIT
+	(cd "$tmp/base" && go build -o "$tmp/gateway-baseline" ./cmd/gateway)
+	baseline="$tmp/gateway-baseline"
+fi
 
 cd test/load
 PORTCULLIS_LOAD=1 \
@@ -54,6 +64,7 @@ PORTCULLIS_LOAD=1 \
 	PORTCULLIS_LOAD_CPUPROFILE="${PROFILE:-}" \
 	PORTCULLIS_LOAD_TRACE="${TRACE:-}" \
 	PORTCULLIS_LOAD_VARIANT="${VARIANT:-}" \
+	PORTCULLIS_LOAD_BASELINE="$baseline" \
 	PORTCULLIS_LOAD_RATE_ROUNDS="${RATE_ROUNDS:-3}" \
 	PORTCULLIS_LOAD_ENFORCE="${ENFORCE:-}" \
 	PORTCULLIS_LOAD_RECORDING="${RECORDING:-1}" \

@@ -36,6 +36,7 @@ const (
 	envRecording  = "PORTCULLIS_LOAD_RECORDING"   // 1 adds a gateway with --decision-store=false, to compare
 	envTrace      = "PORTCULLIS_LOAD_TRACE"       // a directory: execution traces of an extra round of the gateway at the highest fixed rate (needs the pprof build)
 	envVariant    = "PORTCULLIS_LOAD_VARIANT"     // extra gateway flags: adds a gateway "variant" run with them, to compare
+	envBaseline   = "PORTCULLIS_LOAD_BASELINE"    // another prebuilt cmd/gateway (say, of an earlier commit): adds a "baseline" run of it, to compare
 	envRateRounds = "PORTCULLIS_LOAD_RATE_ROUNDS" // rounds of each fixed rate (default 3); the round of median p99 is reported
 	serverCPU     = 1
 )
@@ -430,6 +431,10 @@ func TestWebhookLoad(t *testing.T) {
 		vs := startGateway(t, f, bin, "variant", serverCPU, pprofFor(), v...)
 		clients = append(clients, newClient(f, vs, items))
 	}
+	if base := os.Getenv(envBaseline); base != "" {
+		bs := startGateway(t, f, base, "baseline", serverCPU, pprofFor())
+		clients = append(clients, newClient(f, bs, items))
+	}
 	rateRounds := envInt(t, envRateRounds, 3)
 	if rateRounds < 1 {
 		t.Fatalf("%s=%d: at least one round", envRateRounds, rateRounds)
@@ -591,6 +596,17 @@ func TestWebhookLoad(t *testing.T) {
 		fmt.Printf("gateway p99 at 1000 req/s: %s ms (target <= 5 ms: %s); its handler's own p99: <= %s ms\n",
 			ms(r.p99), verdict(r.p99 <= 5*time.Millisecond), ms(time.Duration(r.handlerP99*float64(time.Second))))
 		missed = missed || r.p99 > 5*time.Millisecond
+	}
+	if _, ok := sat["baseline"]; ok {
+		baseMax := maxOf("baseline")
+		fmt.Printf("gateway vs baseline max throughput: %.0f vs %.0f req/s: %.0f%%; per second of server CPU: %.0f%%\n",
+			gwMax.throughput, baseMax.throughput, gwMax.throughput/baseMax.throughput*100,
+			perCore(sat["gateway"])/perCore(sat["baseline"])*100)
+		for _, rate := range rates {
+			g, b := fixed["gateway"][rate], fixed["baseline"][rate]
+			fmt.Printf("  p99 at %d req/s: gateway %s ms, baseline %s ms; server CPU per answer %s vs %s µs\n",
+				rate, ms(g.p99), ms(b.p99), cpuPerAnswer(g), cpuPerAnswer(b))
+		}
 	}
 	if tvMax.srvCPU < 0.9 {
 		fmt.Printf("note: the trivial webhook used %.0f%% of its core at saturation: the client, not the server, may limit it, which flatters the ratio\n", tvMax.srvCPU*100)
