@@ -14,9 +14,16 @@ run:
 build:
 	$(GO) build -o bin/ ./cmd/gateway ./cmd/admin
 
-test:
+# The packages with concurrent code (caches, the recorder, the webhook, the
+# evaluator's shared snapshots) run under the race detector; the rest run
+# once without it. Lint is part of the test: CI runs only `make test`.
+RACE_PKGS := evaluator policystore inventory tenancy decisions webhook
+RACE_RE   := /internal/($(subst $(eval) ,|,$(strip $(RACE_PKGS))))(/|$$)
+
+test: lint
 	@scripts/ensure-postgres.sh
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '$(RACE_RE)')
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -E '$(RACE_RE)')
 	@for m in $(TEST_MODULES); do \
 	  if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
