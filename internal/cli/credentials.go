@@ -71,42 +71,67 @@ func credentialStatus(now time.Time, active bool, revoked, expires *time.Time) s
 
 func cmdCredentialCreate(e *env, args []string) error {
 	f := e.newFlags("credential create")
-	c := f.conn(true)
-	tenant, cluster := tenantFlag(f), clusterFlag(f)
+	is := f.issue("lifetime, a Go duration such as 720h (default: no expiry)")
 	auth := f.String("auth", "token", "credential type: token, cert or basic")
-	expires := f.String("expires", "", "lifetime, a Go duration such as 720h (default: no expiry)")
 	desc := f.String("description", "", "what the credential is for")
-	webhookURL := f.String("webhook-url", "", "the gateway's webhook address as the apiservers reach it (default: the server's)")
-	out := f.String("out", "", "write DIR/kubeconfig.yaml (and the other artifacts) for the new credential")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
-	if err := required("tenant", *tenant, "cluster", *cluster); err != nil {
+	if err := required("tenant", *is.tenant, "cluster", *is.cluster); err != nil {
 		return err
 	}
 	typ, err := authType(*auth)
 	if err != nil {
 		return err
 	}
-	if err := durationFlag("expires", *expires); err != nil {
+	return e.issue(is, apiv1.CredentialCreate{Type: typ, Description: *desc, ExpiresIn: *is.expires, WebhookURL: *is.webhookURL}, "issued")
+}
+
+// issueFlags are the flags of the two commands that issue a credential,
+// credential create and credential rotate.
+type issueFlags struct {
+	conn                                      *connFlags
+	tenant, cluster, expires, webhookURL, out *string
+}
+
+// issue adds the flags of a command that issues a credential;
+// expiresUsage says whose lifetime --expires sets.
+func (f *flags) issue(expiresUsage string) issueFlags {
+	return issueFlags{
+		conn:       f.conn(true),
+		tenant:     tenantFlag(f),
+		cluster:    clusterFlag(f),
+		expires:    f.String("expires", "", expiresUsage),
+		webhookURL: f.String("webhook-url", "", "the gateway's webhook address as the apiservers reach it (default: the server's)"),
+		out:        f.String("out", "", "write DIR/kubeconfig.yaml (and the other artifacts) for the new credential"),
+	}
+}
+
+// issue is the body of credential create and rotate, once each has checked
+// its own flags: it checks --expires and, before the server is asked for a
+// secret it shows only once, that --out can be written; then it POSTs body
+// to the cluster's credentials (or to the path under them that sub names)
+// and writes and prints what was issued.
+func (e *env) issue(is issueFlags, body any, verb string, sub ...string) error {
+	if err := durationFlag("expires", *is.expires); err != nil {
 		return err
 	}
-	if *out != "" {
-		if err := prepareOut(*out); err != nil {
+	if *is.out != "" {
+		if err := prepareOut(*is.out); err != nil {
 			return err
 		}
 	}
-	cl, err := e.connect(c)
+	cl, err := e.connect(is.conn)
 	if err != nil {
 		return err
 	}
+	path := apiPath(append([]string{"tenants", *is.tenant, "clusters", *is.cluster, "credentials"}, sub...)...)
 	var issued apiv1.CredentialIssued
-	raw, err := cl.sendJSON(e, http.MethodPost, apiPath("tenants", *tenant, "clusters", *cluster, "credentials"), nil,
-		apiv1.CredentialCreate{Type: typ, Description: *desc, ExpiresIn: *expires, WebhookURL: *webhookURL}, &issued)
+	raw, err := cl.sendJSON(e, http.MethodPost, path, nil, body, &issued)
 	if err != nil {
 		return err
 	}
-	return e.issued(c, raw, issued, *out, "issued")
+	return e.issued(is.conn, raw, issued, *is.out, verb)
 }
 
 // issued writes and prints a new credential; its secret is shown here once.
@@ -175,17 +200,13 @@ func cmdCredentialRevoke(e *env, args []string) error {
 
 func cmdCredentialRotate(e *env, args []string) error {
 	f := e.newFlags("credential rotate")
-	c := f.conn(true)
-	tenant, cluster := tenantFlag(f), clusterFlag(f)
+	is := f.issue("lifetime of the new credential (default: no expiry)")
 	grace := f.String("grace", "", "how long the old credential keeps working, a Go duration (default 24h; 0s revokes it now)")
-	expires := f.String("expires", "", "lifetime of the new credential (default: no expiry)")
-	webhookURL := f.String("webhook-url", "", "the gateway's webhook address as the apiservers reach it (default: the server's)")
-	out := f.String("out", "", "write DIR/kubeconfig.yaml (and the other artifacts) for the new credential")
 	pos, err := f.parse(args, 1, 1, "ID")
 	if err != nil {
 		return err
 	}
-	if err := required("tenant", *tenant, "cluster", *cluster); err != nil {
+	if err := required("tenant", *is.tenant, "cluster", *is.cluster); err != nil {
 		return err
 	}
 	id, err := parseID(pos[0])
@@ -195,23 +216,6 @@ func cmdCredentialRotate(e *env, args []string) error {
 	if err := durationFlag("grace", *grace); err != nil {
 		return err
 	}
-	if err := durationFlag("expires", *expires); err != nil {
-		return err
-	}
-	if *out != "" {
-		if err := prepareOut(*out); err != nil {
-			return err
-		}
-	}
-	cl, err := e.connect(c)
-	if err != nil {
-		return err
-	}
-	var issued apiv1.CredentialIssued
-	raw, err := cl.sendJSON(e, http.MethodPost, apiPath("tenants", *tenant, "clusters", *cluster, "credentials", id, "rotate"), nil,
-		apiv1.CredentialRotate{Grace: *grace, ExpiresIn: *expires, WebhookURL: *webhookURL}, &issued)
-	if err != nil {
-		return err
-	}
-	return e.issued(c, raw, issued, *out, "issued to replace credential "+id)
+	return e.issue(is, apiv1.CredentialRotate{Grace: *grace, ExpiresIn: *is.expires, WebhookURL: *is.webhookURL},
+		"issued to replace credential "+id, id, "rotate")
 }
