@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
@@ -50,13 +48,7 @@ func cmdAudit(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	q := url.Values{}
-	for k, v := range map[string]string{"since": *since, "until": *until, "actor": *actor, "kind": *kind, "name": *name} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	q.Set(apiv1.QueryLimit, strconv.Itoa(*limit))
+	q := listQuery(*limit, map[string]string{"since": *since, "until": *until, "actor": *actor, "kind": *kind, "name": *name})
 	path := apiPath("audit")
 	if *tenant != "" {
 		// An operator asks the gateway-wide log, which keeps the entries

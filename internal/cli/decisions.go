@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,14 +67,8 @@ func cmdDecisions(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	q := url.Values{}
-	for k, v := range map[string]string{"since": *since, "until": *until, "verdict": *verdict, "cluster": *cluster,
-		"policy": *policy, "namespace": *namespace, "kind": *kind, "user": *user} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	q.Set(apiv1.QueryLimit, strconv.Itoa(*limit))
+	q := listQuery(*limit, map[string]string{"since": *since, "until": *until, "verdict": *verdict, "cluster": *cluster,
+		"policy": *policy, "namespace": *namespace, "kind": *kind, "user": *user})
 	var list apiv1.List[decision]
 	raw, err := cl.getJSON(e, apiPath("tenants", *tenant, "decisions"), q, &list)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
 // flags is a command's flag set. Its errors come back as usage errors and
@@ -139,6 +141,19 @@ func limitFlag(n, max int) error {
 		return usageErr("--limit %d: want 1 to %d", n, max)
 	}
 	return nil
+}
+
+// listQuery is the query of a filtered listing (decisions, audit): the
+// filters that were given, and --limit.
+func listQuery(limit int, filters map[string]string) url.Values {
+	q := url.Values{}
+	for k, v := range filters {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	q.Set(apiv1.QueryLimit, strconv.Itoa(limit))
+	return q
 }
 
 // objectFlags are the flags that pick one stored object.
