@@ -19,6 +19,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/cli"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 var (
@@ -258,7 +259,7 @@ func TestCLINewcomerPath(t *testing.T) {
 		"bad":  podReview("admission.k8s.io/v1", "bad-1", "shop", hostNetwork, false),
 	}
 	want := map[string]bool{"good": true, "bad": false}
-	waitAccepted(t, e, token)
+	e.waitAccepted(e.client, token)
 	for _, name := range []string{"good", "bad"} {
 		file := writeFile(t, name+"-review.json", reviews[name])
 		golden(t, "test-"+name+".txt", a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", file), false)
@@ -289,12 +290,15 @@ func TestCLINewcomerPath(t *testing.T) {
 	}
 	// The webhook's decisions, as the gateway stored them.
 	var denied string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		denied = a.ok("decisions", "--tenant", "acme", "--verdict", "denied", "--namespace", "shop", "--since", "1h")
-		if strings.Contains(denied, "baseline-no-host-namespaces") || time.Now().After(deadline) {
-			break
+	defer func() {
+		if t.Failed() {
+			t.Logf("admin decisions printed:\n%s", denied)
 		}
-	}
+	}()
+	testutil.Eventually(t, 5*time.Second, "the denial to be stored", func() bool {
+		denied = a.ok("decisions", "--tenant", "acme", "--verdict", "denied", "--namespace", "shop", "--since", "1h")
+		return strings.Contains(denied, "baseline-no-host-namespaces")
+	})
 	golden(t, "decisions-denied.txt", denied, true)
 	var decisions struct {
 		Items []struct {
@@ -316,21 +320,6 @@ func TestCLINewcomerPath(t *testing.T) {
 	// A bare object is reviewed as a CREATE.
 	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", filepath.Join(samples, "pod.json")); out != "allowed\n" {
 		t.Fatalf("test with a bare Pod: %q", out)
-	}
-}
-
-func waitAccepted(t *testing.T, e *e2e, token string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, _ := e.post(e.client, "/t/acme/validate", token, "application/json", podReview("admission.k8s.io/v1", "probe", "default", goodPod, false))
-		if code == 200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhook still answers %d 5s after the credential was issued", code)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -529,18 +518,17 @@ func TestCLICredentialsAndTokens(t *testing.T) {
 	if out := a.ok("credential", "list", "--tenant", "acme", "--cluster", "prod", "--active"); strings.Contains(out, "revoked") || !strings.Contains(out, "rotation") {
 		t.Fatalf("credential list --active:\n%s", out)
 	}
-	waitAccepted(t, e, second)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, _ := e.post(e.client, "/t/acme/validate", first, "application/json", podReview("admission.k8s.io/v1", "r", "default", goodPod, false))
-		if code == 401 || code == 403 {
-			break
+	e.waitAccepted(e.client, second)
+	var code int
+	defer func() {
+		if t.Failed() {
+			t.Logf("the revoked credential's last answer: %d", code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the revoked credential still gets %d", code)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	testutil.Eventually(t, 5*time.Second, "the revoked credential to be refused", func() bool {
+		code, _ = e.post(e.client, "/t/acme/validate", first, "application/json", podReview("admission.k8s.io/v1", "r", "default", goodPod, false))
+		return code == 401 || code == 403
+	})
 
 	// Certificates and basic auth put their secret in the kubeconfig too.
 	out = a.ok("credential", "create", "--tenant", "acme", "--cluster", "prod", "--auth", "basic", "--expires", "720h")
