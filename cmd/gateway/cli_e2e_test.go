@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,6 +39,28 @@ var (
 type adminCLI struct {
 	t   *testing.T
 	env map[string]string
+}
+
+// operatorCLI bootstraps an operator token on e's database and returns the
+// CLI that uses it. The CLI runs in a fresh working directory, which is
+// also its HOME: relative paths in its output keep the golden files stable.
+func operatorCLI(t *testing.T, e *e2e) *adminCLI {
+	t.Helper()
+	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	t.Chdir(work)
+	return &adminCLI{t: t, env: map[string]string{
+		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+}
+
+// withToken is the same CLI with another admin token.
+func (a *adminCLI) withToken(token string) *adminCLI {
+	env := maps.Clone(a.env)
+	env["PORTCULLIS_TOKEN"] = token
+	return &adminCLI{t: a.t, env: env}
 }
 
 func (a *adminCLI) run(args ...string) (int, string, string) {
@@ -170,17 +193,8 @@ func TestCLINewcomerPath(t *testing.T) {
 	// The gateway's own decision recorder, so that decisions are stored.
 	m := startMain(t, testConfig(t, pgtest.URL(t)))
 	e := &e2e{t: t, m: m, client: webhookClient(t, m, nil)}
-	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Relative paths in the output keep the golden files stable.
-	work := t.TempDir()
-	t.Chdir(work)
-	a := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile,
-		"HOME": work,
-	}}
+	a := operatorCLI(t, e)
+	operator, work := a.env["PORTCULLIS_TOKEN"], a.env["HOME"]
 
 	// login checks the token, then the file alone is enough.
 	out := a.ok("login")
@@ -348,15 +362,7 @@ spec:
 // TestCLIPolicyLifecycle drives apply errors, history, diff, rollback,
 // delete, credentials and tokens through the CLI against a real gateway.
 func TestCLIPolicyLifecycle(t *testing.T) {
-	e := newE2E(t, pgtest.URL(t))
-	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	t.Chdir(work)
-	a := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	a := operatorCLI(t, newE2E(t, pgtest.URL(t)))
 	a.ok("tenant", "create", "acme")
 	a.ok("cluster", "create", "prod", "--tenant", "acme", "--out", "prod")
 
@@ -454,8 +460,7 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	// A viewer may read but not write.
 	out = a.ok("token", "create", "--name", "acme-viewer", "--role", "viewer", "--tenant", "acme")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	viewer := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": lines[len(lines)-1], "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	viewer := a.withToken(lines[len(lines)-1])
 	viewer.ok("get", "bindings", "--tenant", "acme")
 	viewer.fails(1, "Forbidden", "delete", "--tenant", "acme", "vapb", "require-team")
 	viewer.fails(1, "NotFound", "get", "policies", "--tenant", "globex")
@@ -479,14 +484,7 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 // log and deletion through the CLI against a real gateway.
 func TestCLICredentialsAndTokens(t *testing.T) {
 	e := newE2E(t, pgtest.URL(t))
-	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	t.Chdir(work)
-	a := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	a := operatorCLI(t, e)
 	a.ok("tenant", "create", "acme")
 	a.ok("cluster", "create", "prod", "--tenant", "acme", "--out", "prod")
 	a.fails(2, "--out is required", "cluster", "create", "prod", "--tenant", "acme")
@@ -548,8 +546,7 @@ func TestCLICredentialsAndTokens(t *testing.T) {
 	// Admin tokens: a tenant admin sees only its tenant.
 	out = a.ok("token", "create", "--name", "acme-admin", "--role", "admin", "--tenant", "acme", "--expires", "24h")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	admin := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": lines[len(lines)-1], "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	admin := a.withToken(lines[len(lines)-1])
 	a.ok("tenant", "create", "globex")
 	if out := admin.ok("tenant", "list"); !strings.Contains(out, "acme") || strings.Contains(out, "globex") {
 		t.Fatalf("a tenant admin's tenant list:\n%s", out)
