@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/cli"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 var (
@@ -37,6 +39,28 @@ var (
 type adminCLI struct {
 	t   *testing.T
 	env map[string]string
+}
+
+// operatorCLI bootstraps an operator token on e's database and returns the
+// CLI that uses it. The CLI runs in a fresh working directory, which is
+// also its HOME: relative paths in its output keep the golden files stable.
+func operatorCLI(t *testing.T, e *e2e) *adminCLI {
+	t.Helper()
+	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	t.Chdir(work)
+	return &adminCLI{t: t, env: map[string]string{
+		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+}
+
+// withToken is the same CLI with another admin token.
+func (a *adminCLI) withToken(token string) *adminCLI {
+	env := maps.Clone(a.env)
+	env["PORTCULLIS_TOKEN"] = token
+	return &adminCLI{t: a.t, env: env}
 }
 
 func (a *adminCLI) run(args ...string) (int, string, string) {
@@ -169,17 +193,8 @@ func TestCLINewcomerPath(t *testing.T) {
 	// The gateway's own decision recorder, so that decisions are stored.
 	m := startMain(t, testConfig(t, pgtest.URL(t)))
 	e := &e2e{t: t, m: m, client: webhookClient(t, m, nil)}
-	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Relative paths in the output keep the golden files stable.
-	work := t.TempDir()
-	t.Chdir(work)
-	a := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile,
-		"HOME": work,
-	}}
+	a := operatorCLI(t, e)
+	operator, work := a.env["PORTCULLIS_TOKEN"], a.env["HOME"]
 
 	// login checks the token, then the file alone is enough.
 	out := a.ok("login")
@@ -258,7 +273,7 @@ func TestCLINewcomerPath(t *testing.T) {
 		"bad":  podReview("admission.k8s.io/v1", "bad-1", "shop", hostNetwork, false),
 	}
 	want := map[string]bool{"good": true, "bad": false}
-	waitAccepted(t, e, token)
+	e.waitAccepted(e.client, token)
 	for _, name := range []string{"good", "bad"} {
 		file := writeFile(t, name+"-review.json", reviews[name])
 		golden(t, "test-"+name+".txt", a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", file), false)
@@ -289,12 +304,15 @@ func TestCLINewcomerPath(t *testing.T) {
 	}
 	// The webhook's decisions, as the gateway stored them.
 	var denied string
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		denied = a.ok("decisions", "--tenant", "acme", "--verdict", "denied", "--namespace", "shop", "--since", "1h")
-		if strings.Contains(denied, "baseline-no-host-namespaces") || time.Now().After(deadline) {
-			break
+	defer func() {
+		if t.Failed() {
+			t.Logf("admin decisions printed:\n%s", denied)
 		}
-	}
+	}()
+	testutil.Eventually(t, 5*time.Second, "the denial to be stored", func() bool {
+		denied = a.ok("decisions", "--tenant", "acme", "--verdict", "denied", "--namespace", "shop", "--since", "1h")
+		return strings.Contains(denied, "baseline-no-host-namespaces")
+	})
 	golden(t, "decisions-denied.txt", denied, true)
 	var decisions struct {
 		Items []struct {
@@ -316,21 +334,6 @@ func TestCLINewcomerPath(t *testing.T) {
 	// A bare object is reviewed as a CREATE.
 	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", filepath.Join(samples, "pod.json")); out != "allowed\n" {
 		t.Fatalf("test with a bare Pod: %q", out)
-	}
-}
-
-func waitAccepted(t *testing.T, e *e2e, token string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, _ := e.post(e.client, "/t/acme/validate", token, "application/json", podReview("admission.k8s.io/v1", "probe", "default", goodPod, false))
-		if code == 200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhook still answers %d 5s after the credential was issued", code)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -359,15 +362,7 @@ spec:
 // TestCLIPolicyLifecycle drives apply errors, history, diff, rollback,
 // delete, credentials and tokens through the CLI against a real gateway.
 func TestCLIPolicyLifecycle(t *testing.T) {
-	e := newE2E(t, pgtest.URL(t))
-	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	t.Chdir(work)
-	a := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	a := operatorCLI(t, newE2E(t, pgtest.URL(t)))
 	a.ok("tenant", "create", "acme")
 	a.ok("cluster", "create", "prod", "--tenant", "acme", "--out", "prod")
 
@@ -465,8 +460,7 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	// A viewer may read but not write.
 	out = a.ok("token", "create", "--name", "acme-viewer", "--role", "viewer", "--tenant", "acme")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	viewer := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": lines[len(lines)-1], "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	viewer := a.withToken(lines[len(lines)-1])
 	viewer.ok("get", "bindings", "--tenant", "acme")
 	viewer.fails(1, "Forbidden", "delete", "--tenant", "acme", "vapb", "require-team")
 	viewer.fails(1, "NotFound", "get", "policies", "--tenant", "globex")
@@ -490,14 +484,7 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 // log and deletion through the CLI against a real gateway.
 func TestCLICredentialsAndTokens(t *testing.T) {
 	e := newE2E(t, pgtest.URL(t))
-	operator, err := adminauth.NewStore(e.m.Pool).Bootstrap(context.Background(), "e2e-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	t.Chdir(work)
-	a := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": operator, "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	a := operatorCLI(t, e)
 	a.ok("tenant", "create", "acme")
 	a.ok("cluster", "create", "prod", "--tenant", "acme", "--out", "prod")
 	a.fails(2, "--out is required", "cluster", "create", "prod", "--tenant", "acme")
@@ -529,18 +516,17 @@ func TestCLICredentialsAndTokens(t *testing.T) {
 	if out := a.ok("credential", "list", "--tenant", "acme", "--cluster", "prod", "--active"); strings.Contains(out, "revoked") || !strings.Contains(out, "rotation") {
 		t.Fatalf("credential list --active:\n%s", out)
 	}
-	waitAccepted(t, e, second)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, _ := e.post(e.client, "/t/acme/validate", first, "application/json", podReview("admission.k8s.io/v1", "r", "default", goodPod, false))
-		if code == 401 || code == 403 {
-			break
+	e.waitAccepted(e.client, second)
+	var code int
+	defer func() {
+		if t.Failed() {
+			t.Logf("the revoked credential's last answer: %d", code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the revoked credential still gets %d", code)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	testutil.Eventually(t, 5*time.Second, "the revoked credential to be refused", func() bool {
+		code, _ = e.post(e.client, "/t/acme/validate", first, "application/json", podReview("admission.k8s.io/v1", "r", "default", goodPod, false))
+		return code == 401 || code == 403
+	})
 
 	// Certificates and basic auth put their secret in the kubeconfig too.
 	out = a.ok("credential", "create", "--tenant", "acme", "--cluster", "prod", "--auth", "basic", "--expires", "720h")
@@ -560,8 +546,7 @@ func TestCLICredentialsAndTokens(t *testing.T) {
 	// Admin tokens: a tenant admin sees only its tenant.
 	out = a.ok("token", "create", "--name", "acme-admin", "--role", "admin", "--tenant", "acme", "--expires", "24h")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	admin := &adminCLI{t: t, env: map[string]string{
-		"PORTCULLIS_SERVER": e.m.AdminURL(), "PORTCULLIS_TOKEN": lines[len(lines)-1], "PORTCULLIS_CA_FILE": e.m.CAFile, "HOME": work}}
+	admin := a.withToken(lines[len(lines)-1])
 	a.ok("tenant", "create", "globex")
 	if out := admin.ok("tenant", "list"); !strings.Contains(out, "acme") || strings.Contains(out, "globex") {
 		t.Fatalf("a tenant admin's tenant list:\n%s", out)

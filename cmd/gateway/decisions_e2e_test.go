@@ -15,6 +15,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // newRecordingE2E runs a gateway that stores its decisions in the database,
@@ -123,23 +124,17 @@ func TestDecisionsStoredOncePerRequest(t *testing.T) {
 	wg.Wait()
 
 	// The admin API's view: denials of tenant acme by require-team.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		page, err := e.m.Decisions.List(context.Background(), e.tenant.ID, decisions.Filter{Verdict: "denied", Policy: "require-team", Limit: 500})
+	var page decisions.Page
+	testutil.Eventually(t, 5*time.Second, "a denial to be stored", func() bool {
+		var err error
+		page, err = e.m.Decisions.List(context.Background(), e.tenant.ID, decisions.Filter{Verdict: "denied", Policy: "require-team", Limit: 500})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Items) > 0 {
-			r := page.Items[0]
-			if r.Tenant != "acme" || r.Cluster != "prod" || r.Instance != "test" || r.Code != 403 || len(r.Bindings) == 0 {
-				t.Fatalf("stored decision %+v", r)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no denial stored within 5s")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(page.Items) > 0
+	})
+	if r := page.Items[0]; r.Tenant != "acme" || r.Cluster != "prod" || r.Instance != "test" || r.Code != 403 || len(r.Bindings) == 0 {
+		t.Fatalf("stored decision %+v", r)
 	}
 	if err := e.m.Close(); err != nil {
 		t.Fatal(err)
@@ -220,14 +215,11 @@ func TestDecisionsSurviveDatabaseOutage(t *testing.T) {
 		}
 	}()
 	burst(25)
-	if spilled := gauge(t, e.m, "portcullis_decisions_spilled_total"); spilled == 0 {
-		// The batch in flight when the server stopped may still be
-		// failing; give the writer its flush interval.
-		time.Sleep(time.Second)
-		if gauge(t, e.m, "portcullis_decisions_spilled_total") == 0 {
-			t.Fatal("nothing spilled while the database was down")
-		}
-	}
+	// The batch in flight when the server stopped may still be failing;
+	// give the writer its flush interval.
+	testutil.Eventually(t, time.Second, "decisions to spill while the database is down", func() bool {
+		return gauge(t, e.m, "portcullis_decisions_spilled_total") > 0
+	})
 	pgtest.StartServer(t)
 	restarted = true
 	burst(25)
@@ -244,13 +236,9 @@ func TestDecisionsSurviveDatabaseOutage(t *testing.T) {
 // waitSpillReplayed waits until m's recorder has nothing left on disk.
 func waitSpillReplayed(t *testing.T, m *Main) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for gauge(t, m, "portcullis_decisions_spill_bytes") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("spilled decisions not replayed within 30s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, "the spilled decisions to be replayed", func() bool {
+		return gauge(t, m, "portcullis_decisions_spill_bytes") == 0
+	})
 }
 
 func gauge(t *testing.T, m *Main, name string) float64 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 	"github.com/portcullis-dev/portcullis/internal/tlsutil"
 )
 
@@ -175,23 +176,23 @@ func TestNotReadyUntilDatabaseReached(t *testing.T) {
 	go func() { runErr <- m.Run(ctx) }()
 
 	plain := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(10 * time.Second)
 	var live, ready int
 	var readyBody string
-	for time.Now().Before(deadline) {
-		if resp, err := plain.Get("http://" + metricsAddr + "/livez"); err == nil {
-			live = resp.StatusCode
-			resp.Body.Close()
-			resp, err := plain.Get("http://" + metricsAddr + "/readyz")
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				ready, readyBody = resp.StatusCode, string(b)
-				break
-			}
+	testutil.Eventually(t, 10*time.Second, "the operations listener to answer", func() bool {
+		resp, err := plain.Get("http://" + metricsAddr + "/livez")
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		live = resp.StatusCode
+		resp.Body.Close()
+		if resp, err = plain.Get("http://" + metricsAddr + "/readyz"); err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ready, readyBody = resp.StatusCode, string(b)
+		return true
+	})
 	if live != 200 || ready != http.StatusServiceUnavailable || !strings.Contains(readyBody, "database not reached yet") {
 		t.Fatalf("livez=%d readyz=%d %q", live, ready, readyBody)
 	}
@@ -238,13 +239,9 @@ func TestTLSHotReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for serial() != second {
-		if time.Now().After(deadline) {
-			t.Fatal("new handshakes still get the old certificate 10s after the files changed")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "new handshakes to get the new certificate", func() bool {
+		return serial() == second
+	})
 }
 
 func TestGracefulShutdown(t *testing.T) {
@@ -281,18 +278,14 @@ func TestGracefulShutdown(t *testing.T) {
 
 	// New connections are refused while the request is in flight.
 	addr := m.webhookLn.Addr().String()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, 5*time.Second, "the listener to refuse connections during shutdown", func() bool {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			break
+			return true
 		}
 		conn.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the listener still accepts during shutdown")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 	select {
 	case err := <-closed:
 		t.Fatalf("Close returned (%v) before the request in flight finished", err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/deploy/grafana"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // lenientPolicy errors on every Pod and fails open.
@@ -50,7 +51,7 @@ func TestGatewayMetrics(t *testing.T) {
 	e := newRecordingE2E(t, pgtest.URL(t))
 	e.onboard()
 	applyAll(t, e.m, e.tenant.ID, lenientPolicy)
-	waitFor(t, "the lenient policy to load", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the lenient policy to load", func() bool {
 		before := counter(t, e.m, "portcullis_policy_fail_open_total", "policy", "lenient")
 		e.post(e.client, "/t/acme/validate", e.token, "application/json", podReview("admission.k8s.io/v1", "probe", "default", goodPod, false))
 		return counter(t, e.m, "portcullis_policy_fail_open_total", "policy", "lenient") > before
@@ -244,17 +245,6 @@ func servedLabels(t *testing.T, m *Main) map[string]map[string]bool {
 		}
 	}
 	return served
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // otlpCollector is a loopback OTLP/HTTP receiver.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // whoamiPath is a test-only route that authenticates like the webhook will.
@@ -111,18 +112,19 @@ func TestCrossReplicaRevocation(t *testing.T) {
 	// until polls replica B until the request gives want, within d.
 	until := func(what string, c *http.Client, tenant, token string, want int, d time.Duration) {
 		t.Helper()
-		start := time.Now()
-		for {
-			code, body, err := whoami(c, b, tenant, token)
-			if err == nil && code == want {
-				t.Logf("%s: %d %q after %v", what, code, body, time.Since(start))
-				return
+		var code int
+		var body string
+		var err error
+		defer func() {
+			if t.Failed() {
+				t.Logf("%s: last answer %d %q (%v)", what, code, body, err)
 			}
-			if time.Since(start) > d {
-				t.Fatalf("%s: got %d %q (%v), want %d within %v", what, code, body, err, want, d)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		}()
+		took := testutil.Eventually(t, d, fmt.Sprintf("%s to answer %d", what, want), func() bool {
+			code, body, err = whoami(c, b, tenant, token)
+			return err == nil && code == want
+		})
+		t.Logf("%s: %d %q after %v", what, code, body, took)
 	}
 	until("token on B", plain, "acme", tok.Token, 200, 2*time.Second)
 	until("certificate on B", withCert, "acme", "", 200, 2*time.Second)

@@ -24,6 +24,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // captured collects decisions.
@@ -145,18 +146,21 @@ func (e *e2e) onboard() {
 	e.waitAccepted(e.client, e.token)
 }
 
+// waitAccepted waits until the webhook accepts the credential token, as
+// it does once every replica has loaded it (after onboarding, an issue or
+// a rotation).
 func (e *e2e) waitAccepted(c *http.Client, token string) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, _ := e.post(c, "/t/acme/validate", token, "application/json", podReview("admission.k8s.io/v1", "probe", "default", goodPod, false))
-		if code == 200 {
-			return
+	e.t.Helper()
+	var code int
+	defer func() {
+		if e.t.Failed() {
+			e.t.Logf("the webhook's last answer: %d", code)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("the gateway still answers %d 5s after onboarding", code)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	testutil.Eventually(e.t, 5*time.Second, "the webhook to accept the credential", func() bool {
+		code, _ = e.post(c, "/t/acme/validate", token, "application/json", podReview("admission.k8s.io/v1", "probe", "default", goodPod, false))
+		return code == 200
+	})
 }
 
 func (e *e2e) post(c *http.Client, path, token, contentType, body string) (int, []byte) {
@@ -323,33 +327,35 @@ kind: ValidatingAdmissionPolicyBinding
 metadata: {name: slow}
 spec: {policyName: slow, validationActions: [Deny]}`)
 	// Wait until the slow policy is in force (its evaluation takes seconds).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var resp *request.AdmissionResponse
+	var body []byte
+	var took time.Duration
+	defer func() {
+		if t.Failed() {
+			t.Logf("last answer %s after %s", body, took)
+		}
+	}()
+	testutil.Eventually(t, 5*time.Second, "the slow policy to take effect", func() bool {
 		start := time.Now()
-		code, body := e.post(e.client, "/t/acme/validate?timeout=300ms", e.token, "application/json", podReview("admission.k8s.io/v1", "slow-1", "default", goodPod, false))
-		took := time.Since(start)
+		var code int
+		code, body = e.post(e.client, "/t/acme/validate?timeout=300ms", e.token, "application/json", podReview("admission.k8s.io/v1", "slow-1", "default", goodPod, false))
+		took = time.Since(start)
 		if code != 200 {
 			t.Fatalf("%d %s", code, body)
 		}
-		resp := verify(t, "admission.k8s.io/v1", "slow-1", body)
-		if !resp.Allowed {
-			if took > 1500*time.Millisecond {
-				t.Fatalf("answered after %s, past the apiserver's 300ms timeout", took)
-			}
-			if !strings.Contains(resp.Result.Message, "did not finish") {
-				t.Fatalf("message %q does not say the evaluation was cut off", resp.Result.Message)
-			}
-			ds := e.rec.byUID("slow-1")
-			last := ds[len(ds)-1]
-			if !last.TimedOut || last.Verdict != decisions.VerdictDenied {
-				t.Fatalf("decision %+v", last)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the slow policy never took effect: last answer %s after %s", body, took)
-		}
-		time.Sleep(50 * time.Millisecond)
+		resp = verify(t, "admission.k8s.io/v1", "slow-1", body)
+		return !resp.Allowed
+	})
+	if took > 1500*time.Millisecond {
+		t.Fatalf("answered after %s, past the apiserver's 300ms timeout", took)
+	}
+	if !strings.Contains(resp.Result.Message, "did not finish") {
+		t.Fatalf("message %q does not say the evaluation was cut off", resp.Result.Message)
+	}
+	ds := e.rec.byUID("slow-1")
+	last := ds[len(ds)-1]
+	if !last.TimedOut || last.Verdict != decisions.VerdictDenied {
+		t.Fatalf("decision %+v", last)
 	}
 }
 
@@ -415,18 +421,14 @@ spec:
   policyName: prod-no-latest
   validationActions: [Deny]`)
 	written := time.Now()
-	for i := 0; ; i++ {
-		uid := fmt.Sprintf("p%d", i+1)
+	i := 0
+	testutil.Eventually(t, 3*time.Second, "replica B to enforce the write made on A", func() bool {
+		i++
+		uid := fmt.Sprintf("p%d", i)
 		_, body := b.post(b.client, "/t/acme/validate", b.token, "application/json", podReview(v1, uid, "default", goodPod, false))
-		if !verify(t, v1, uid, body).Allowed {
-			if took := time.Since(written); took > time.Second {
-				t.Fatalf("replica B enforced the write after %s, want within 1s", took)
-			}
-			return
-		}
-		if time.Since(written) > 3*time.Second {
-			t.Fatal("replica B never enforced the write made on A")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return !verify(t, v1, uid, body).Allowed
+	})
+	if took := time.Since(written); took > time.Second {
+		t.Fatalf("replica B enforced the write after %s, want within 1s", took)
 	}
 }

@@ -264,3 +264,26 @@ func nameDocuments(err error, docs []document, list string) error {
 	}
 	return err
 }
+
+// readInput reads a file, or stdin for "-".
+func (e *env) readInput(name string) ([]byte, error) {
+	if name == "-" {
+		b, err := io.ReadAll(e.stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, exitError{exitUsage, err}
+	}
+	return b, nil
+}
+
+func displayName(file string) string {
+	if file == "-" {
+		return "<stdin>"
+	}
+	return file
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -120,4 +121,12 @@ func parseLabels(s string) (map[string]string, error) {
 		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	return m, nil
+}
+
+func indentJSON(b []byte) []byte {
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") != nil {
+		return b
+	}
+	return out.Bytes()
 }

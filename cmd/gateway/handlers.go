@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/portcullis-dev/portcullis/internal/adminauth"
+	"github.com/portcullis-dev/portcullis/internal/api"
+	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/webhook"
+)
+
+// setupWebhook routes the validate endpoint. Any method reaches the handler,
+// which answers 405 with a JSON Status for anything but POST.
+func (m *Main) setupWebhook() {
+	h := &webhook.Handler{
+		Authenticate: m.Auth.Authenticate,
+		Snapshot:     m.PolicyCache.Snapshot,
+		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
+			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
+		},
+		Learn:            m.Namespaces.Learn,
+		LearnTerminating: m.Namespaces.LearnTerminating,
+		Recorder:         m.recorder(),
+		Metrics:          webhook.NewMetrics(m.Registry, m.Config.MetricsTenantLabel),
+		Tracer:           m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/webhook"),
+		Propagator:       m.Tracing.Propagator,
+		Endpoint:         "validate",
+		Logger:           m.Logger,
+		Instance:         m.Config.Instance,
+		MaxRequestBytes:  m.Config.MaxRequestBytes,
+	}
+	m.WebhookMux.Handle("/t/{tenant}/validate", h)
+}
+
+// setupAdminAPI routes /api/v1 on the admin listener.
+func (m *Main) setupAdminAPI() error {
+	caFile := m.Config.WebhookCABundle
+	switch {
+	case caFile == "" && m.CAFile != "":
+		caFile = m.CAFile
+	case caFile == "":
+		caFile = m.Config.TLSCert
+	}
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("webhook CA bundle: %w", err)
+	}
+	webhookURL := m.Config.PublicWebhookURL
+	if webhookURL == "" {
+		webhookURL = m.WebhookURL()
+	}
+	m.AdminAPI = &api.Server{
+		Tokens:       adminauth.NewStore(m.Pool),
+		Tenancy:      m.Tenancy,
+		Policies:     m.Policies,
+		Audit:        auditlog.NewStore(m.Pool),
+		Decisions:    m.Decisions,
+		Logger:       m.Logger,
+		WebhookURL:   webhookURL,
+		CABundle:     ca,
+		MaxBodyBytes: m.Config.MaxRequestBytes,
+		Snapshot:     m.PolicyCache.Snapshot,
+		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
+			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
+		},
+	}
+	m.AdminMux.Handle("/api/", m.AdminAPI.Handler())
+	return nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/portcullis-dev/portcullis/internal/database"
+	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
+)
+
+// openDatabase waits for PostgreSQL, retrying until ctx ends, and refuses
+// to go on if the schema is not current.
+func (m *Main) openDatabase(ctx context.Context) error {
+	cfg, err := pgxpool.ParseConfig(m.Config.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("--database-url: %w", err)
+	}
+	if m.Pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	backoff := 200 * time.Millisecond
+	for {
+		err := database.CheckCurrent(ctx, m.Pool)
+		if err == nil {
+			m.dbReached.Store(true)
+			return nil
+		}
+		if errors.Is(err, database.ErrPending) {
+			return err
+		}
+		m.Logger.Warn("waiting for the database", "error", err, "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("database not reached before shutdown: %w", err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// setupTenancy wires the tenancy store and the authenticator of webhook
+// requests, which keeps every credential in memory.
+func (m *Main) setupTenancy(ctx, bg context.Context) {
+	m.Tenancy = tenancy.NewStore(m.Pool, m.ClientCA)
+	m.Auth = tenancy.NewAuthenticator(m.Pool, tenancy.AuthOptions{Logger: m.Logger})
+	m.Auth.Subscribe(m.Listener)
+	// Load once before serving, so a fresh replica is ready at once; on
+	// failure Auth.Run retries and /readyz says why meanwhile.
+	if err := m.Auth.Load(ctx); err != nil {
+		m.Logger.Warn("credentials not loaded yet", "error", err)
+	}
+	m.Health.AddReadyCheck("credentials", func(context.Context) error {
+		if !m.Auth.Ready() {
+			return errors.New("credentials not loaded yet")
+		}
+		return nil
+	})
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); _ = m.Auth.Run(bg) }()
+}
+
+// setupPolicies wires the policy store, its snapshot cache (one warm-up
+// attempt before serving, retried by Run; /readyz waits for it) and the
+// namespace inventory.
+func (m *Main) setupPolicies(bg context.Context) error {
+	m.Policies = policystore.New(m.Pool)
+	var err error
+	m.PolicyCache, err = policystore.NewCache(m.Policies, policystore.CacheConfig{
+		MaxTenants: m.Config.PolicyCacheTenants, MaxBytes: m.Config.PolicyCacheBytes,
+		ResyncInterval: m.Config.PolicyResync, Logger: m.Logger, Registry: m.Registry})
+	if err != nil {
+		return fmt.Errorf("policy cache: %w", err)
+	}
+	m.PolicyCache.Subscribe(m.Listener)
+	if err := m.PolicyCache.WarmUp(bg); err != nil {
+		m.Logger.Warn("policy cache not warmed up yet", "error", err)
+	}
+	m.Namespaces, err = policystore.NewNamespaceCache(m.Policies, policystore.NamespaceConfig{
+		Logger: m.Logger, Registry: m.Registry})
+	if err != nil {
+		return fmt.Errorf("namespace inventory: %w", err)
+	}
+	m.Namespaces.Subscribe(m.Listener)
+	m.Health.AddReadyCheck("policies", func(context.Context) error { return m.PolicyCache.Ready() })
+	m.wg.Add(2)
+	go func() { defer m.wg.Done(); _ = m.PolicyCache.Run(bg) }()
+	go func() { defer m.wg.Done(); _ = m.Namespaces.Run(bg) }()
+	return nil
+}
+
+// setupDecisions starts partition maintenance and, unless a test set
+// Main.Recorder, the database recorder. Spill files of an earlier run are
+// replayed in the background.
+func (m *Main) setupDecisions(bg context.Context) error {
+	m.Decisions = decisions.NewStore(m.Pool)
+	parts := &decisions.Partitions{Pool: m.Pool, Retention: m.Config.DecisionRetention, Logger: m.Logger}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); _ = parts.Run(bg) }()
+	if m.Recorder != nil || !m.Config.DecisionStore {
+		return nil
+	}
+	var err error
+	m.DecisionRecorder, err = decisions.NewPGRecorder(decisions.RecorderConfig{
+		Pool:       m.Pool,
+		SpillDir:   filepath.Join(m.Config.StateDir, "decisions"),
+		QueueSize:  m.Config.DecisionQueueSize,
+		BatchRows:  m.Config.DecisionBatchRows,
+		Retention:  m.Config.DecisionRetention,
+		Registerer: m.Registry,
+		Logger:     m.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("decision recorder: %w", err)
+	}
+	return nil
+}
+
+// recorder is where decisions go: Main.Recorder when a test set one, else
+// the database (unless --decision-store=false); also the log under
+// --decision-log. Nil when nothing keeps them.
+func (m *Main) recorder() decisions.Recorder {
+	var rs decisions.Recorders
+	switch {
+	case m.Recorder != nil:
+		rs = append(rs, m.Recorder)
+	case m.DecisionRecorder != nil:
+		rs = append(rs, m.DecisionRecorder)
+	}
+	if m.Config.DecisionLog {
+		rs = append(rs, decisions.LogRecorder{Logger: m.Logger})
+	}
+	switch len(rs) {
+	case 0:
+		return nil
+	case 1:
+		return rs[0]
+	}
+	return rs
+}

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+)
+
+// artifactFiles are the files of --out, in the order they are written.
+var artifactFiles = []string{"kubeconfig.yaml", "admission-configuration.yaml", "webhooks.yaml"}
+
+// prepareOut creates the --out directory and checks that its files can be
+// written, before the server is asked for a secret it shows only once.
+func prepareOut(dir string) error {
+	fail := func(err error) error { return exitError{exitUsage, fmt.Errorf("--out %s: %w", dir, err)} }
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fail(err)
+	}
+	probe, err := os.CreateTemp(dir, ".admin-write-check-*")
+	if err != nil {
+		return fail(err)
+	}
+	probe.Close()
+	if err := os.Remove(probe.Name()); err != nil {
+		return fail(err)
+	}
+	for _, name := range artifactFiles {
+		p := filepath.Join(dir, name)
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return fail(err)
+		case !st.Mode().IsRegular():
+			return fail(fmt.Errorf("%s is not a regular file", p))
+		}
+		// An existing file is overwritten: it must be writable. Opened
+		// without O_TRUNC, it is left as it is.
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			return fail(err)
+		}
+		f.Close()
+	}
+	return nil
+}
+
+// saveArtifacts writes the artifacts of a new credential to dir. If that
+// fails, the server's answer goes to stdout, so that the secret it holds,
+// shown only this once, is not lost.
+func (e *env) saveArtifacts(dir string, a apiv1.Artifacts, raw []byte) ([]string, error) {
+	written, err := writeArtifacts(dir, a)
+	if err != nil {
+		e.printf("%s\n", indentJSON(raw))
+	}
+	return written, err
+}
+
+// writeArtifacts writes the files `cluster create` and `credential create
+// --out` promise. The kubeconfig holds a secret.
+func writeArtifacts(dir string, a apiv1.Artifacts) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, f := range []struct {
+		name, content string
+		mode          os.FileMode
+	}{
+		{artifactFiles[0], a.Kubeconfig, 0o600},
+		{artifactFiles[1], a.AdmissionConfiguration, 0o644},
+		{artifactFiles[2], a.Webhooks, 0o644},
+	} {
+		if f.content == "" {
+			continue
+		}
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte(f.content), f.mode); err != nil {
+			return written, err
+		}
+		// WriteFile keeps the mode of a file that existed.
+		if err := os.Chmod(p, f.mode); err != nil {
+			return written, err
+		}
+		written = append(written, p)
+	}
+	return written, nil
+}
+
+// kubeconfigPath is the path the AdmissionConfiguration tells apiservers to
+// read the kubeconfig from.
+func kubeconfigPath(admissionConfiguration string) string {
+	var cfg struct {
+		Plugins []struct {
+			Configuration struct {
+				KubeConfigFile string `json:"kubeConfigFile"`
+			} `json:"configuration"`
+		} `json:"plugins"`
+	}
+	if yaml.Unmarshal([]byte(admissionConfiguration), &cfg) == nil {
+		for _, p := range cfg.Plugins {
+			if p.Configuration.KubeConfigFile != "" {
+				return p.Configuration.KubeConfigFile
+			}
+		}
+	}
+	return ""
+}
+
+// wiring is the one paragraph on how to connect a cluster. Namespaces come
+// first: bindings that select namespaces by label cannot be decided for
+// namespaces the gateway has not seen.
+func wiring(tenant, cluster, dir string, a apiv1.Artifacts) string {
+	kc := kubeconfigPath(a.AdmissionConfiguration)
+	where := "the path that admission-configuration.yaml names"
+	if kc != "" {
+		where = kc
+	}
+	return fmt.Sprintf("To wire the cluster in: first upload its namespaces with "+
+		"`kubectl get namespaces -o yaml | admin namespaces import --tenant %s --cluster %s -f -`, "+
+		"because bindings that select namespaces by label cannot be decided for namespaces the gateway has not seen; "+
+		"then, on every control-plane node, copy %s to %s and %s next to it, and start kube-apiserver with "+
+		"--admission-control-config-file pointing at admission-configuration.yaml; "+
+		"finally run `kubectl apply -f %s`, and from then on the apiservers send their admission reviews to the gateway.",
+		tenant, cluster,
+		filepath.Join(dir, "kubeconfig.yaml"), where, filepath.Join(dir, "admission-configuration.yaml"),
+		filepath.Join(dir, "webhooks.yaml"))
+}
+
+// wrap breaks s into lines of at most width columns, at spaces, but never
+// inside a `command`, so that commands can be copied whole.
+func wrap(s string, width int) string {
+	var words []string
+	for i, part := range strings.Split(s, "`") {
+		if i%2 == 1 {
+			words = append(words, "`"+part+"`")
+			continue
+		}
+		fields := strings.Fields(part)
+		// Punctuation right after a command stays on its line.
+		if len(words) > 0 && len(fields) > 0 && !strings.HasPrefix(part, " ") {
+			words[len(words)-1] += fields[0]
+			fields = fields[1:]
+		}
+		words = append(words, fields...)
+	}
+	var b strings.Builder
+	col := 0
+	for _, word := range words {
+		switch {
+		case col == 0:
+		case col+1+len(word) > width:
+			b.WriteByte('\n')
+			col = 0
+		default:
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(word)
+		col += len(word)
+	}
+	return b.String()
+}

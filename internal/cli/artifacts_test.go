@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+)
+
+func TestWiringParagraph(t *testing.T) {
+	a := apiv1.Artifacts{AdmissionConfiguration: "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: /etc/kubernetes/portcullis/kubeconfig.yaml\n"}
+	p := wrap(wiring("acme", "prod-eu", "out", a), 78)
+	if strings.Contains(p, "\n\n") {
+		t.Fatalf("more than one paragraph:\n%s", p)
+	}
+	for _, line := range strings.Split(p, "\n") {
+		if len(line) > 78 && !strings.Contains(line, "`") {
+			t.Errorf("line longer than 78 columns: %q", line)
+		}
+	}
+	flat := strings.Join(strings.Fields(p), " ")
+	imp := strings.Index(flat, "admin namespaces import --tenant acme --cluster prod-eu -f -")
+	cfg := strings.Index(flat, "--admission-control-config-file")
+	hook := strings.Index(flat, "kubectl apply -f out/webhooks.yaml")
+	if imp < 0 || cfg < 0 || hook < 0 || !(imp < cfg && cfg < hook) {
+		t.Fatalf("want namespaces import, then the apiserver flag, then the webhooks (%d %d %d):\n%s", imp, cfg, hook, p)
+	}
+	if !strings.Contains(flat, "copy out/kubeconfig.yaml to /etc/kubernetes/portcullis/kubeconfig.yaml") {
+		t.Fatalf("the paragraph does not say where the kubeconfig goes:\n%s", p)
+	}
+}
+
+// The --out directory is checked before the server issues a secret it
+// shows once; a server that cannot be reached shows it was never called.
+func TestOutCheckedBeforeTheServer(t *testing.T) {
+	home := t.TempDir()
+	file := filepath.Join(home, "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfigDir := filepath.Join(home, "out")
+	if err := os.MkdirAll(filepath.Join(kubeconfigDir, "kubeconfig.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conn := []string{"--server", "https://127.0.0.1:1", "--token", "t"}
+	for _, bad := range []string{filepath.Join(file, "out"), kubeconfigDir} {
+		for _, args := range [][]string{
+			{"cluster", "create", "c", "--tenant", "t", "--out", bad},
+			{"credential", "create", "--tenant", "t", "--cluster", "c", "--out", bad},
+			{"credential", "rotate", "1", "--tenant", "t", "--cluster", "c", "--out", bad},
+		} {
+			code, _, stderr := runCLI(t, map[string]string{"HOME": home}, "", append(args, conn...)...)
+			if code != exitUsage || !strings.Contains(stderr, "--out "+bad) {
+				t.Errorf("%s: code %d %q, want a usage error about --out", strings.Join(args, " "), code, stderr)
+			}
+		}
+	}
+	// A directory that is missing is created, and a writable one passes.
+	ok := filepath.Join(home, "new", "dir")
+	if err := prepareOut(ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareOut(ok); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(ok); len(entries) != 0 {
+		t.Fatalf("prepareOut left files: %v", entries)
+	}
+}
+
+// If the files cannot be written after all, the server's answer, with
+// the secret, is printed rather than lost.
+func TestSecretPrintedWhenWritingFails(t *testing.T) {
+	var out bytes.Buffer
+	e := &env{stdout: &out}
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(`{"credential":{"id":7},"token":"s3cret","artifacts":{"kubeconfig":"token: s3cret"}}`)
+	if _, err := e.saveArtifacts(filepath.Join(file, "out"), apiv1.Artifacts{Kubeconfig: "token: s3cret"}, raw); err == nil {
+		t.Fatal("writing under a file succeeded")
+	}
+	if !strings.Contains(out.String(), `"token": "s3cret"`) {
+		t.Fatalf("the secret is not on stdout: %q", out.String())
+	}
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+)
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func TestTables(t *testing.T) {
+	exp := now.Add(48 * time.Hour)
+	used := now.Add(-90 * time.Second)
+	revoked := now.Add(-time.Hour)
+	var b bytes.Buffer
+	printTenants(&b, now, []apiv1.Tenant{
+		{Name: "acme", DisplayName: "Acme Corp", CreatedAt: now.Add(-3 * 24 * time.Hour)},
+		{Name: "demo-tenant-long-name", CreatedAt: now.Add(-5 * time.Minute)},
+	})
+	b.WriteString("--\n")
+	printCredentials(&b, now, []apiv1.Credential{
+		{ID: 1, Type: "token", Description: "issued by admin cluster create", Active: true, CreatedAt: now.Add(-2 * time.Hour), LastUsedAt: &used},
+		{ID: 12, Type: "basic", Username: "kind-demo-2", Active: false, CreatedAt: now.Add(-time.Hour), RevokedAt: &revoked, ExpiresAt: &exp},
+	})
+	b.WriteString("--\n")
+	printHistory(&b, now, []apiv1.Version{
+		{Version: 3, Operation: "update", Author: "ops", APIVersion: "admissionregistration.k8s.io/v1", RollbackOf: 1, Time: now.Add(-10 * time.Second)},
+		{Version: 1, Operation: "create", Author: "bootstrap", APIVersion: "admissionregistration.k8s.io/v1", Time: now.Add(-26 * time.Hour)},
+	})
+	b.WriteString("--\n")
+	printApply(&b, apiv1.ApplyResult{DryRun: true, Results: []apiv1.ApplyItem{
+		{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy", Name: "p", Action: "created"},
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "limits", Action: "unchanged"},
+	}})
+	want := `NAME                    DISPLAY NAME   AGE
+acme                    Acme Corp      3d
+demo-tenant-long-name   <none>         5m
+--
+ID   TYPE    IDENTITY      DESCRIPTION                      STATUS    EXPIRES   LAST USED   AGE
+1    token   <none>        issued by admin cluster create   active    <none>    90s ago     120m
+12   basic   kind-demo-2   <none>                           revoked   in 2d     <never>     60m
+--
+VERSION   OPERATION   AUTHOR      API VERSION                       NOTE                    AGE
+3         update      ops         admissionregistration.k8s.io/v1   rollback to version 1   10s
+1         create      bootstrap   admissionregistration.k8s.io/v1   <none>                  26h
+--
+validatingadmissionpolicy.admissionregistration.k8s.io/p created (dry run)
+configmap/limits unchanged (dry run)
+`
+	if b.String() != want {
+		t.Fatalf("tables:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestObjectAndDecisionTables(t *testing.T) {
+	var objs []storedObject
+	for _, js := range []string{
+		`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":"limits","resourceVersion":"4","creationTimestamp":"2026-11-23T11:00:00Z"},
+		  "spec":{"failurePolicy":"Ignore","paramKind":{"apiVersion":"v1","kind":"ConfigMap"},"validations":[{"expression":"true"},{"expression":"true"}]}}`,
+		`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"limits-prod","resourceVersion":"5","creationTimestamp":"2026-11-23T11:59:30Z"},
+		  "spec":{"policyName":"limits","paramRef":{"name":"prod-limits","namespace":"policy"},"validationActions":["Deny","Audit"]}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"prod-limits","namespace":"policy","resourceVersion":"6"}}`,
+	} {
+		var o storedObject
+		if err := json.Unmarshal([]byte(js), &o); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o)
+	}
+	var b bytes.Buffer
+	printObjects(&b, now, "", objs)
+	b.WriteString("--\n")
+	printObjects(&b, now, apiv1.TypeParams, nil)
+	b.WriteString("--\n")
+	printDecisions(&b, now, []decision{{Time: now.Add(-2 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod",
+		Namespace: "shop", Name: "api-x", UserName: "system:serviceaccount:kube-system:replicaset-controller", Verdict: "denied",
+		Message: `pods "api-x" is forbidden: ValidatingAdmissionPolicy 'baseline-no-privileged' with binding 'baseline-no-privileged' denied request: ` +
+			strings.Repeat("privileged containers are not allowed ", 3),
+		Bindings: []struct {
+			Policy string `json:"policy"`
+			Denied bool   `json:"denied"`
+		}{{Policy: "baseline-no-privileged", Denied: true}, {Policy: "baseline-required-labels"}}},
+		{Time: now.Add(-3 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod", Namespace: "shop", Name: "api-y",
+			UserName: "alice", Verdict: "denied", Message: "three policies",
+			Bindings: []struct {
+				Policy string `json:"policy"`
+				Denied bool   `json:"denied"`
+			}{{Policy: "a", Denied: true}, {Policy: "b", Denied: true}, {Policy: "c", Denied: true}}}})
+	b.WriteString("--\n")
+	before, after := int64(3), int64(4)
+	printAudit(&b, now, []auditEntry{{Time: now.Add(-time.Minute), Actor: "ops", Tenant: "acme", Action: "apply", Kind: "ValidatingAdmissionPolicy",
+		Name: "limits", VersionBefore: &before, VersionAfter: &after, DryRun: true}})
+	want := `NAME     KIND                        VALIDATIONS   FAILURE POLICY   PARAM KIND   VERSION   AGE
+limits   ValidatingAdmissionPolicy   2             Ignore           ConfigMap    4         60m
+
+NAME          KIND                               POLICY   PARAM                ACTIONS      VERSION   AGE
+limits-prod   ValidatingAdmissionPolicyBinding   limits   policy/prod-limits   Deny,Audit   5         30s
+
+NAMESPACE   NAME          KIND        API VERSION   VERSION   AGE
+policy      prod-limits   ConfigMap   v1            6         <unknown>
+--
+No params found.
+--
+VERDICT   CLUSTER   OPERATION   KIND   NAMESPACE   NAME    USER                                                      DENIED BY                MESSAGE                                                        AGE
+denied    prod-eu   CREATE      Pod    shop        api-x   system:serviceaccount:kube-system:replicaset-controller   baseline-no-privileged   privileged containers are not allowed privileged containe...   2m
+denied    prod-eu   CREATE      Pod    shop        api-y   alice                                                     a,b,+1 more              three policies                                                 3m
+--
+ACTOR   TENANT   ACTION            KIND                        NAMESPACE   NAME     VERSION   AGE
+ops     acme     apply (dry run)   ValidatingAdmissionPolicy   <none>      limits   3 -> 4    60s
+`
+	if b.String() != want {
+		t.Fatalf("tables:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
