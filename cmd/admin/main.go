@@ -9,12 +9,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	code := cli.Run(ctx, os.Args[1:], cli.Process{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
+		Bootstrap: adminauth.Bootstrap})
 	stop()
 	os.Exit(code)
 }

@@ -66,7 +66,8 @@ func (a *adminCLI) withToken(token string) *adminCLI {
 func (a *adminCLI) run(args ...string) (int, string, string) {
 	a.t.Helper()
 	var out, errOut bytes.Buffer
-	code := cli.Run(context.Background(), args, &out, &errOut, func(k string) string { return a.env[k] })
+	code := cli.Run(context.Background(), args, cli.Process{Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return a.env[k] }, Bootstrap: adminauth.Bootstrap})
 	return code, out.String(), errOut.String()
 }
 

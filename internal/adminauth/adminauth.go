@@ -74,8 +74,14 @@ func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 // Bootstrap creates the first operator token and returns it, or
 // ErrAlreadyBootstrapped. Two bootstraps racing create one token.
 func (s *Store) Bootstrap(ctx context.Context, name string) (string, error) {
+	return Bootstrap(ctx, s.pool, name)
+}
+
+// Bootstrap is Store.Bootstrap on a pool, in the shape the admin CLI takes
+// (cli.Bootstrapper).
+func Bootstrap(ctx context.Context, pool *pgxpool.Pool, name string) (string, error) {
 	token := NewToken()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE admin_tokens IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"io"
 	"os"
 	"sort"
@@ -38,12 +39,28 @@ func usageErr(format string, args ...any) error {
 
 // env is what a command runs with.
 type env struct {
-	ctx    context.Context
-	stdout io.Writer
-	stderr io.Writer
-	stdin  io.Reader
-	getenv func(string) string
-	now    func() time.Time
+	ctx       context.Context
+	stdout    io.Writer
+	stderr    io.Writer
+	stdin     io.Reader
+	getenv    func(string) string
+	now       func() time.Time
+	bootstrap Bootstrapper
+}
+
+// Bootstrapper creates the first operator token in a migrated database and
+// returns it. The admin binary wires in the admin-token store's: the token
+// format and the once-only rule live with the tokens, and the CLI reaches
+// no store of its own (bootstrap cannot call the API: there is no token
+// yet).
+type Bootstrapper func(ctx context.Context, pool *pgxpool.Pool, name string) (token string, err error)
+
+// Process is what Run takes from the process it runs in.
+type Process struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Bootstrap serves `admin bootstrap`; without it the command fails.
+	Bootstrap Bootstrapper
 }
 
 type command struct {
@@ -87,8 +104,8 @@ func commands() []command {
 }
 
 // Run runs the admin command line args and returns the process exit code.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, stdin: os.Stdin, getenv: getenv, now: time.Now}
+func Run(ctx context.Context, args []string, p Process) int {
+	e := &env{ctx: ctx, stdout: p.Stdout, stderr: p.Stderr, stdin: os.Stdin, getenv: p.Getenv, now: time.Now, bootstrap: p.Bootstrap}
 	return e.run(args)
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/envflag"
 )
@@ -85,7 +84,10 @@ func cmdBootstrap(e *env, args []string) error {
 	if err := database.CheckCurrent(e.ctx, pool); err != nil {
 		return err
 	}
-	token, err := adminauth.NewStore(pool).Bootstrap(e.ctx, *name)
+	if e.bootstrap == nil {
+		return errors.New("bootstrap: this build of the CLI cannot create tokens")
+	}
+	token, err := e.bootstrap(e.ctx, pool, *name)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func runAdmin(env map[string]string, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := Run(context.Background(), args, &out, &errOut, func(k string) string { return env[k] })
+	code := Run(context.Background(), args, Process{Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return env[k] }, Bootstrap: adminauth.Bootstrap})
 	return code, out.String(), errOut.String()
 }
 
