@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 )
 
@@ -390,8 +391,8 @@ func (a *Authenticator) FlushUsage(ctx context.Context) error {
 	return nil
 }
 
-func unauthenticated(reason string) *Error {
-	return &Error{Code: CodeUnauthenticated, Message: msgUnauthenticated, Reason: reason}
+func unauthenticated(reason string) *fault.Error {
+	return &fault.Error{Code: fault.Unauthenticated, Message: msgUnauthenticated, Reason: reason}
 }
 
 // Authenticate identifies the apiserver that sent r and checks that it may
@@ -401,11 +402,12 @@ func unauthenticated(reason string) *Error {
 //
 // The credential is the Authorization header when there is one (Bearer
 // token or Basic), otherwise the client certificate the TLS layer verified
-// against the client CA. The error is an *Error: 401 (CodeUnauthenticated)
-// when there is no valid credential, 403 (CodeForbidden) when the
-// credential belongs to another tenant than the path's, 503
-// (CodeUnavailable) before the first load. Its Message is the same whether
-// or not the path's tenant exists.
+// against the client CA. The error is a *fault.Error: 401
+// (fault.Unauthenticated) when there is no valid credential, 403
+// (fault.Forbidden) when the credential belongs to another tenant than the
+// path's, 503 (fault.Unavailable) before the first load. Its Message is the
+// same whether or not the path's tenant exists; its Reason says why, for
+// logs and metrics only (fault.Status never sends it).
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	tenant := r.PathValue("tenant")
 	if tenant == "" {
@@ -432,7 +434,7 @@ func (a *Authenticator) AuthenticateTenant(r *http.Request, tenant string) (Iden
 	}
 	// Compared in constant time although tenant names are not secret.
 	if subtle.ConstantTimeCompare([]byte(id.TenantName), []byte(tenant)) != 1 {
-		return Identity{}, &Error{Code: CodeForbidden, Message: msgForbidden, Reason: "tenant mismatch"}
+		return Identity{}, &fault.Error{Code: fault.Forbidden, Message: msgForbidden, Reason: "tenant mismatch"}
 	}
 	return id, nil
 }
@@ -441,7 +443,7 @@ func (a *Authenticator) AuthenticateTenant(r *http.Request, tenant string) (Iden
 func (a *Authenticator) identify(r *http.Request) (Identity, error) {
 	s := a.snap.Load()
 	if s == nil {
-		return Identity{}, &Error{Code: CodeUnavailable, Message: msgUnavailable}
+		return Identity{}, &fault.Error{Code: fault.Unavailable, Message: msgUnavailable}
 	}
 	if h := r.Header["Authorization"]; len(h) > 0 { // canonical key: no allocation
 		if len(h) > 1 {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/rest"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tenancy/artifacts"
@@ -89,11 +91,11 @@ func authServer(t *testing.T, a *tenancy.Authenticator, ca *tenancy.ClientCA) *h
 	mux.HandleFunc("POST /t/{tenant}/validate", func(rw http.ResponseWriter, r *http.Request) {
 		id, err := a.Authenticate(r)
 		if err != nil {
-			var e *tenancy.Error
+			var e *fault.Error
 			if !errors.As(err, &e) {
-				t.Errorf("Authenticate returned %T, want *tenancy.Error", err)
+				t.Errorf("Authenticate returned %T, want *fault.Error", err)
 			}
-			http.Error(rw, e.Message, e.HTTPStatus())
+			http.Error(rw, e.Message, e.Code.HTTPStatus())
 			return
 		}
 		fmt.Fprintf(rw, "%s/%s/%s/%s", id.TenantName, id.ClusterName, id.CredentialType, id.ClusterLabels["env"])
@@ -285,7 +287,7 @@ func TestUnverifiedCertificateIsRefused(t *testing.T) {
 	}
 	r := httptest.NewRequest(http.MethodPost, "/t/acme/validate", nil)
 	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}}
-	if _, err := w.auth.Authenticate(r); tenancy.HTTPStatus(err) != 401 {
+	if _, err := w.auth.Authenticate(r); fault.HTTPStatus(err) != 401 {
 		t.Fatalf("unverified chain: err = %v, want 401", err)
 	}
 	// The path's tenant is parsed from the URL when no pattern set it.
@@ -296,7 +298,7 @@ func TestUnverifiedCertificateIsRefused(t *testing.T) {
 	}
 	r2 := httptest.NewRequest(http.MethodPost, "/t/globex/validate", nil)
 	r2.TLS = r.TLS
-	if _, err := w.auth.Authenticate(r2); tenancy.HTTPStatus(err) != 403 {
+	if _, err := w.auth.Authenticate(r2); fault.HTTPStatus(err) != 403 {
 		t.Fatalf("other tenant: err = %v, want 403", err)
 	}
 }
@@ -305,8 +307,41 @@ func TestNotLoadedIsUnavailable(t *testing.T) {
 	a := tenancy.NewAuthenticator(nil, tenancy.AuthOptions{})
 	r := httptest.NewRequest(http.MethodPost, "/t/acme/validate", nil)
 	r.Header.Set("Authorization", "Bearer "+tenancy.TokenPrefix+"x")
-	if _, err := a.Authenticate(r); tenancy.HTTPStatus(err) != 503 {
+	if _, err := a.Authenticate(r); fault.HTTPStatus(err) != 503 {
 		t.Fatalf("err = %v, want 503", err)
+	}
+}
+
+// TestReasonIsLogOnly: a refusal says why in its Reason, which the logs and
+// the webhook's metric read, while the Status sent to the client does not.
+func TestReasonIsLogOnly(t *testing.T) {
+	w := newWorld(t)
+	b := w.creds["basic"]
+	tests := []struct {
+		name, tenant string
+		header       func(http.Header)
+		code         int32
+		message      string
+		reason       string
+	}{
+		{"unknown token", "acme", bearer(tenancy.TokenPrefix + strings.Repeat("a", 52)), 401, ok401, "unknown token"},
+		{"wrong password", "acme", basic(b.Username, "wrong"), 401, ok401, "wrong password"},
+		{"other tenant", "globex", bearer(w.creds["token"].Token), 403, ok403, "tenant mismatch"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/t/"+tc.tenant+"/validate", nil)
+			tc.header(r.Header)
+			_, err := w.auth.Authenticate(r)
+			if got := fault.ErrorReason(err); got != tc.reason {
+				t.Fatalf("reason = %q, want %q (err %v)", got, tc.reason, err)
+			}
+			st := fault.Status(err)
+			body, _ := json.Marshal(st)
+			if st.Code != tc.code || st.Message != tc.message || strings.Contains(string(body), tc.reason) {
+				t.Fatalf("status sent = %s, want %d %q without the reason", body, tc.code, tc.message)
+			}
+		})
 	}
 }
 
@@ -345,7 +380,7 @@ func status(a *tenancy.Authenticator, tenant string, h func(http.Header)) int {
 	if err == nil {
 		return 200
 	}
-	return tenancy.HTTPStatus(err)
+	return fault.HTTPStatus(err)
 }
 
 // TestChangesReachEveryReplica runs two authenticators on one database, each

@@ -16,8 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 )
 
@@ -27,7 +29,7 @@ const DefaultCertificateValidity = 365 * 24 * time.Hour
 
 // Store keeps tenants, clusters and credentials in Postgres. Every method
 // takes the tenant ID first and only ever touches that tenant's rows; "not
-// found" and "another tenant's" give the same CodeNotFound error. Methods
+// found" and "another tenant's" give the same fault.NotFound error. Methods
 // that read across tenants say All in their name.
 type Store struct {
 	pool *pgxpool.Pool
@@ -55,7 +57,7 @@ type CredentialOptions struct {
 
 func validateName(kind, name string) error {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return errorf(CodeInvalid, "invalid %s name %q: %s", kind, name, strings.Join(errs, "; "))
+		return invalid(nil, "invalid %s name %q: %s", kind, name, strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -63,10 +65,10 @@ func validateName(kind, name string) error {
 func validateLabels(labels map[string]string) error {
 	for k, v := range labels {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return errorf(CodeInvalid, "invalid label key %q: %s", k, strings.Join(errs, "; "))
+			return invalid(nil, "invalid label key %q: %s", k, strings.Join(errs, "; "))
 		}
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-			return errorf(CodeInvalid, "invalid value for label %q: %s", k, strings.Join(errs, "; "))
+			return invalid(nil, "invalid value for label %q: %s", k, strings.Join(errs, "; "))
 		}
 	}
 	return nil
@@ -77,7 +79,17 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
-func notFound(kind string) *Error { return errorf(CodeNotFound, "%s not found", kind) }
+func notFound(kind string) *fault.Error { return fault.Errorf(fault.NotFound, "%s not found", kind) }
+
+// invalid is a 422 about a value the store refuses. Its one cause repeats
+// the message and names no field, since the store does not know which field
+// of a request the value came from; the admin API has always sent these
+// errors with that cause.
+func invalid(err error, format string, args ...any) *fault.Error {
+	e := fault.Wrap(err, fault.Invalid, format, args...)
+	e.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: e.Message}}
+	return e
+}
 
 // withTx runs fn in a transaction and commits it. A NOTIFY sent inside fn is
 // delivered at commit.
@@ -103,7 +115,7 @@ func (s *Store) CreateTenant(ctx context.Context, name, displayName string) (Ten
 	t, err := scanTenant(s.pool.QueryRow(ctx,
 		`INSERT INTO tenants (name, display_name) VALUES ($1, $2) RETURNING `+tenantCols, name, displayName))
 	if isUniqueViolation(err) {
-		return Tenant{}, errorf(CodeConflict, "tenant %q already exists", name)
+		return Tenant{}, fault.Errorf(fault.AlreadyExists, "tenant %q already exists", name)
 	}
 	if err != nil {
 		return Tenant{}, fmt.Errorf("create tenant: %w", err)
@@ -225,7 +237,7 @@ func (s *Store) CreateCluster(ctx context.Context, tenantID int64, name string, 
 			return notFound("tenant")
 		}
 		if isUniqueViolation(err) {
-			return errorf(CodeConflict, "cluster %q already exists", name)
+			return fault.Errorf(fault.AlreadyExists, "cluster %q already exists", name)
 		}
 		if err != nil {
 			return fmt.Errorf("create cluster: %w", err)
@@ -354,7 +366,7 @@ type newCredential struct {
 
 func (s *Store) checkExpiry(opts CredentialOptions) error {
 	if opts.ExpiresAt != nil && !opts.ExpiresAt.After(s.now()) {
-		return errorf(CodeInvalid, "expiresAt must be in the future")
+		return invalid(nil, "expiresAt must be in the future")
 	}
 	return nil
 }
@@ -380,7 +392,7 @@ func (s *Store) insertCredential(ctx context.Context, tx pgx.Tx, tenantID, clust
 	return c, nil
 }
 
-// clusterNames returns the tenant's and cluster's names, or CodeNotFound.
+// clusterNames returns the tenant's and cluster's names, or fault.NotFound.
 func clusterNames(ctx context.Context, tx pgx.Tx, tenantID, clusterID int64) (tenant, cluster string, err error) {
 	err = tx.QueryRow(ctx,
 		`SELECT t.name, c.name FROM clusters c JOIN tenants t ON t.id = c.tenant_id
@@ -491,7 +503,7 @@ func (s *Store) certificate(ctx context.Context, tenantID, clusterID int64, pub 
 
 func (s *Store) checkCertificate(opts CredentialOptions) error {
 	if s.ca == nil {
-		return errorf(CodeInvalid, "this gateway has no client CA, so it cannot issue certificates")
+		return invalid(nil, "this gateway has no client CA, so it cannot issue certificates")
 	}
 	return s.checkExpiry(opts)
 }
