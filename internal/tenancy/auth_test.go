@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tenancy/artifacts"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // world is two tenants with one cluster each and every credential type in
@@ -357,21 +359,25 @@ func runAuth(t *testing.T, pool *pgxpool.Pool, opts tenancy.AuthOptions) *tenanc
 	go func() { defer wg.Done(); _ = l.Run(c) }()
 	go func() { defer wg.Done(); _ = a.Run(c) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	waitUntil(t, 10*time.Second, "first load", func() bool { return a.Ready() && l.Connected() })
+	testutil.Eventually(t, 10*time.Second, "first load", func() bool { return a.Ready() && l.Connected() })
 	return a
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
+// clock stands in for an Authenticator's wall clock: it stands still until
+// the test moves it.
+type clock struct{ ns atomic.Int64 }
+
+// fakeClock gives a a clock that starts at the wall clock's now.
+func fakeClock(a *tenancy.Authenticator) *clock {
+	c := &clock{}
+	c.ns.Store(time.Now().UnixNano())
+	a.SetClock(c.now)
+	return c
 }
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *clock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func status(a *tenancy.Authenticator, tenant string, h func(http.Header)) int {
 	r := httptest.NewRequest(http.MethodPost, "/t/"+tenant+"/validate", nil)
@@ -396,7 +402,7 @@ func TestChangesReachEveryReplica(t *testing.T) {
 	eventually := func(what string, h func(http.Header), tenant string, want int) {
 		t.Helper()
 		for i, a := range replicas {
-			d := waitUntil(t, 2*time.Second, fmt.Sprintf("replica %d: %s", i, what), func() bool { return status(a, tenant, h) == want })
+			d := testutil.Eventually(t, 2*time.Second, fmt.Sprintf("replica %d: %s", i, what), func() bool { return status(a, tenant, h) == want })
 			t.Logf("replica %d: %s after %v", i, what, d)
 		}
 	}
@@ -435,7 +441,7 @@ func TestResyncHealsLostNotification(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE credentials SET revoked_at = now() WHERE id = $1`, tok.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 3*time.Second, "resync", func() bool { return status(a, "acme", bearer(tok.Token)) == 401 })
+	testutil.Eventually(t, 3*time.Second, "resync", func() bool { return status(a, "acme", bearer(tok.Token)) == 401 })
 }
 
 // TestServesFromCacheWhileDatabaseIsDown: a warm authenticator answers
@@ -456,6 +462,7 @@ func TestServesFromCacheWhileDatabaseIsDown(t *testing.T) {
 
 func TestLastUsedIsFlushedInBatches(t *testing.T) {
 	w := newWorld(t)
+	clk := fakeClock(w.auth)
 	for range 3 {
 		for _, name := range []string{"token", "basic"} {
 			iss := w.creds[name]
@@ -491,7 +498,7 @@ func TestLastUsedIsFlushedInBatches(t *testing.T) {
 	}
 	// Usage survives a reload that happens before the flush. (Use is
 	// recorded at most every 100 ms per credential.)
-	time.Sleep(150 * time.Millisecond)
+	clk.advance(150 * time.Millisecond)
 	status(w.auth, "acme", bearer(w.creds["token"].Token))
 	before := lastUsed(w.creds["token"].ID)
 	if err := w.auth.Load(ctx); err != nil {
@@ -509,8 +516,11 @@ func TestLastUsedIsFlushedInBatches(t *testing.T) {
 // refused at once.
 func TestExpiryWithoutReload(t *testing.T) {
 	w := newWorld(t)
+	clk := fakeClock(w.auth)
 	cl := must[tenancy.Cluster](t)(w.store.FindClusterByName(ctx, w.acme.ID, "prod"))
-	exp := time.Now().Add(time.Second)
+	// An hour, not a second: the load must see the token live however
+	// slow the machine, and the test moves its clock rather than waiting.
+	exp := clk.now().Add(time.Hour)
 	tok := must[tenancy.Issued](t)(w.store.CreateToken(ctx, w.acme.ID, cl.ID, tenancy.CredentialOptions{ExpiresAt: &exp}))
 	if err := w.auth.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -518,7 +528,13 @@ func TestExpiryWithoutReload(t *testing.T) {
 	if got := status(w.auth, "acme", bearer(tok.Token)); got != 200 {
 		t.Fatalf("before expiry: %d", got)
 	}
-	time.Sleep(time.Until(exp) + 10*time.Millisecond)
+	// Postgres keeps microseconds, so a millisecond before exp is still
+	// before the stored expiry.
+	clk.set(exp.Add(-time.Millisecond))
+	if got := status(w.auth, "acme", bearer(tok.Token)); got != 200 {
+		t.Fatalf("just before expiry: %d", got)
+	}
+	clk.set(exp.Add(10 * time.Millisecond))
 	if got := status(w.auth, "acme", bearer(tok.Token)); got != 401 {
 		t.Fatalf("after expiry: %d, want 401", got)
 	}
