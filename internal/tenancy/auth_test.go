@@ -1,6 +1,7 @@
 package tenancy_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -252,7 +253,7 @@ func TestIsolationMatrix(t *testing.T) {
 	)
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			r.call.tenant = cmpOr(r.call.tenant, "acme")
+			r.call.tenant = cmp.Or(r.call.tenant, "acme")
 			got := do(t, w.srv, r.call)
 			if got.err != nil || got.status != r.status || got.body != r.body {
 				t.Fatalf("got %d %q (err %v), want %d %q", got.status, got.body, got.err, r.status, r.body)
@@ -271,13 +272,6 @@ func TestIsolationMatrix(t *testing.T) {
 }
 
 func with(c call, tenant string) call { c.tenant = tenant; return c }
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 // TestUnverifiedCertificateIsRefused covers a listener configured to request
 // but not verify certificates: Authenticate trusts only verified chains.
