@@ -14,7 +14,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"time"
@@ -97,8 +96,9 @@ func NewClientCA(commonName string, validity time.Duration) (*ClientCA, error) {
 		return nil, err
 	}
 	now := time.Now()
+	// No SerialNumber: CreateCertificate draws a random one, as RFC 5280
+	// 4.1.2.2 wants (positive, at most 20 octets), when the template has none.
 	tmpl := &x509.Certificate{
-		SerialNumber:          randomSerial(),
 		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"portcullis"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(validity),
@@ -157,8 +157,8 @@ func (ca *ClientCA) issue(pub crypto.PublicKey, tenant, cluster string, notAfter
 	if notAfter.After(ca.cert.NotAfter) {
 		notAfter = ca.cert.NotAfter
 	}
+	// No SerialNumber: CreateCertificate draws a random one (see NewClientCA).
 	tmpl := &x509.Certificate{
-		SerialNumber: randomSerial(),
 		Subject: pkix.Name{
 			CommonName:         cluster,
 			Organization:       []string{tenant},
@@ -232,11 +232,6 @@ func newClientKey() (*ecdsa.PrivateKey, []byte, error) {
 		return nil, nil, err
 	}
 	return key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
-}
-
-func randomSerial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	return n.Add(n, big.NewInt(1))
 }
 
 // Fingerprint is the SHA-256 of a certificate's DER, the key under which
