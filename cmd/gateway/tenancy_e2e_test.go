@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/testutil"
@@ -25,7 +26,7 @@ func addWhoami(m *Main) {
 	m.WebhookMux.HandleFunc("GET "+whoamiPath, func(w http.ResponseWriter, r *http.Request) {
 		id, err := m.Auth.Authenticate(r)
 		if err != nil {
-			http.Error(w, err.(*tenancy.Error).Message, tenancy.HTTPStatus(err))
+			http.Error(w, err.(*fault.Error).Message, fault.HTTPStatus(err))
 			return
 		}
 		fmt.Fprintf(w, "%s/%s/%s", id.TenantName, id.ClusterName, id.CredentialType)

@@ -18,6 +18,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -220,7 +221,7 @@ func (s *Server) resolveTenant(c *call, name string) (tenancy.Tenant, error) {
 		return tenancy.Tenant{}, tenantNotFound(name)
 	}
 	t, err := s.Tenancy.FindTenantByName(c.ctx(), name)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return t, tenantNotFound(name)
 	}
 	return t, err

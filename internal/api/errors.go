@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
-	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
 // apiError is an error raised by the API layer itself.
@@ -67,7 +67,7 @@ func unavailable(msg string, err error) *apiError {
 func status(err error) (metav1.Status, bool) {
 	var (
 		ae *apiError
-		te *tenancy.Error
+		te *fault.Error
 		pe *policystore.Error
 		de *decisions.Error
 	)
@@ -75,13 +75,13 @@ func status(err error) (metav1.Status, bool) {
 	case errors.As(err, &ae):
 		return ae.status(), ae.code >= 500
 	case errors.As(err, &te):
-		code := te.HTTPStatus()
+		code := te.Code.HTTPStatus()
 		if code >= 500 {
 			return newStatus(code, reasonFor(code), "internal error; it was logged"), true
 		}
 		// Message only: Reason can tell an attacker why a credential failed.
 		st := newStatus(code, reasonFor(code), te.Message)
-		if te.Code == tenancy.CodeInvalid {
+		if te.Code == fault.Invalid {
 			st.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: te.Message}}}
 		}
 		return st, false

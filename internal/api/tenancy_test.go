@@ -21,6 +21,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
@@ -390,7 +391,7 @@ func authenticates(t *testing.T, a *tenancy.Authenticator, header string) bool {
 	r := httptest.NewRequest("POST", "/t/a/validate", nil)
 	r.Header.Set("Authorization", header)
 	_, err := a.AuthenticateTenant(r, "a")
-	if err != nil && tenancy.ErrorCode(err) != tenancy.CodeUnauthenticated {
+	if err != nil && fault.ErrorCode(err) != fault.Unauthenticated {
 		t.Fatalf("authenticate: %v", err)
 	}
 	return err == nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tenancy/artifacts"
 )
@@ -208,7 +209,7 @@ func (s *Server) getTenant(c *call) error { return c.json(toTenant(c.tenant)) }
 func (s *Server) deleteTenant(c *call) error {
 	t := c.tenant
 	if err := s.Tenancy.DeleteTenant(c.ctx(), t.ID); err != nil {
-		if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+		if fault.ErrorCode(err) == fault.NotFound {
 			return tenantNotFound(t.Name)
 		}
 		return err
@@ -223,7 +224,7 @@ func (s *Server) deleteTenant(c *call) error {
 func (s *Server) cluster(c *call) (tenancy.Cluster, error) {
 	name := c.r.PathValue("cluster")
 	cl, err := s.Tenancy.FindClusterByName(c.ctx(), c.tenant.ID, name)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return tenancy.Cluster{}, clusterNotFound(c.tenant.Name, name)
 	}
 	return cl, err
@@ -336,7 +337,7 @@ func (s *Server) updateCluster(c *call) error {
 		return err
 	}
 	updated, err := s.Tenancy.SetClusterLabels(c.ctx(), c.tenant.ID, cl.ID, in.Labels)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return clusterNotFound(c.tenant.Name, cl.Name)
 	}
 	if err != nil {
@@ -353,7 +354,7 @@ func (s *Server) deleteCluster(c *call) error {
 		return err
 	}
 	err = s.Tenancy.DeleteCluster(c.ctx(), c.tenant.ID, cl.ID)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return clusterNotFound(c.tenant.Name, cl.Name)
 	}
 	if err != nil {
@@ -384,7 +385,7 @@ func (s *Server) credential(c *call) (tenancy.Cluster, tenancy.Credential, error
 	}
 	missing := notFound("credential %d not found in cluster %q", id, cl.Name)
 	cr, err := s.Tenancy.FindCredential(c.ctx(), c.tenant.ID, id)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return cl, cr, missing
 	}
 	if err != nil {
@@ -406,7 +407,7 @@ func (s *Server) listCredentials(c *call) error {
 		return err
 	}
 	crs, err := s.Tenancy.ListCredentials(c.ctx(), c.tenant.ID, cl.ID)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return clusterNotFound(c.tenant.Name, cl.Name)
 	}
 	if err != nil {
@@ -458,7 +459,7 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 		req.csr = []byte(in.CSR)
 		if err := tenancy.CheckCSR(req.csr); err != nil {
 			msg := "is not a valid certificate signing request"
-			if te := (*tenancy.Error)(nil); errors.As(err, &te) {
+			if te := (*fault.Error)(nil); errors.As(err, &te) {
 				msg = te.Message
 			}
 			return req, invalidField(prefix+"csr", "%s", msg)
@@ -505,7 +506,7 @@ func (s *Server) issue(c *call, cl tenancy.Cluster, req credentialRequest) (apiv
 	default:
 		in, err = s.Tenancy.IssueCertificate(c.ctx(), c.tenant.ID, cl.ID, req.opts)
 	}
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return apiv1.CredentialIssued{}, clusterNotFound(c.tenant.Name, cl.Name)
 	}
 	if err != nil {
@@ -602,7 +603,7 @@ func (s *Server) revokeCredential(c *call) error {
 		return err
 	}
 	revoked, err := s.Tenancy.RevokeCredential(c.ctx(), c.tenant.ID, cr.ID)
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return notFound("credential %d not found in cluster %q", cr.ID, cl.Name)
 	}
 	if err != nil {
@@ -653,7 +654,7 @@ func (s *Server) rotateCredential(c *call) error {
 	}
 	in2, oldNow, err := s.Tenancy.RotateCredential(c.ctx(), c.tenant.ID, old.ID, grace,
 		tenancy.CredentialOptions{ExpiresAt: exp})
-	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
+	if fault.ErrorCode(err) == fault.NotFound {
 		return notFound("credential %d not found in cluster %q", old.ID, cl.Name)
 	}
 	if err != nil {

@@ -1,10 +1,12 @@
 package tenancy_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,9 +26,11 @@ import (
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/rest"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tenancy/artifacts"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // world is two tenants with one cluster each and every credential type in
@@ -89,11 +94,11 @@ func authServer(t *testing.T, a *tenancy.Authenticator, ca *tenancy.ClientCA) *h
 	mux.HandleFunc("POST /t/{tenant}/validate", func(rw http.ResponseWriter, r *http.Request) {
 		id, err := a.Authenticate(r)
 		if err != nil {
-			var e *tenancy.Error
+			var e *fault.Error
 			if !errors.As(err, &e) {
-				t.Errorf("Authenticate returned %T, want *tenancy.Error", err)
+				t.Errorf("Authenticate returned %T, want *fault.Error", err)
 			}
-			http.Error(rw, e.Message, e.HTTPStatus())
+			http.Error(rw, e.Message, e.Code.HTTPStatus())
 			return
 		}
 		fmt.Fprintf(rw, "%s/%s/%s/%s", id.TenantName, id.ClusterName, id.CredentialType, id.ClusterLabels["env"])
@@ -248,7 +253,7 @@ func TestIsolationMatrix(t *testing.T) {
 	)
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			r.call.tenant = cmpOr(r.call.tenant, "acme")
+			r.call.tenant = cmp.Or(r.call.tenant, "acme")
 			got := do(t, w.srv, r.call)
 			if got.err != nil || got.status != r.status || got.body != r.body {
 				t.Fatalf("got %d %q (err %v), want %d %q", got.status, got.body, got.err, r.status, r.body)
@@ -268,13 +273,6 @@ func TestIsolationMatrix(t *testing.T) {
 
 func with(c call, tenant string) call { c.tenant = tenant; return c }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // TestUnverifiedCertificateIsRefused covers a listener configured to request
 // but not verify certificates: Authenticate trusts only verified chains.
 func TestUnverifiedCertificateIsRefused(t *testing.T) {
@@ -285,7 +283,7 @@ func TestUnverifiedCertificateIsRefused(t *testing.T) {
 	}
 	r := httptest.NewRequest(http.MethodPost, "/t/acme/validate", nil)
 	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}}
-	if _, err := w.auth.Authenticate(r); tenancy.HTTPStatus(err) != 401 {
+	if _, err := w.auth.Authenticate(r); fault.HTTPStatus(err) != 401 {
 		t.Fatalf("unverified chain: err = %v, want 401", err)
 	}
 	// The path's tenant is parsed from the URL when no pattern set it.
@@ -296,7 +294,7 @@ func TestUnverifiedCertificateIsRefused(t *testing.T) {
 	}
 	r2 := httptest.NewRequest(http.MethodPost, "/t/globex/validate", nil)
 	r2.TLS = r.TLS
-	if _, err := w.auth.Authenticate(r2); tenancy.HTTPStatus(err) != 403 {
+	if _, err := w.auth.Authenticate(r2); fault.HTTPStatus(err) != 403 {
 		t.Fatalf("other tenant: err = %v, want 403", err)
 	}
 }
@@ -305,8 +303,41 @@ func TestNotLoadedIsUnavailable(t *testing.T) {
 	a := tenancy.NewAuthenticator(nil, tenancy.AuthOptions{})
 	r := httptest.NewRequest(http.MethodPost, "/t/acme/validate", nil)
 	r.Header.Set("Authorization", "Bearer "+tenancy.TokenPrefix+"x")
-	if _, err := a.Authenticate(r); tenancy.HTTPStatus(err) != 503 {
+	if _, err := a.Authenticate(r); fault.HTTPStatus(err) != 503 {
 		t.Fatalf("err = %v, want 503", err)
+	}
+}
+
+// TestReasonIsLogOnly: a refusal says why in its Reason, which the logs and
+// the webhook's metric read, while the Status sent to the client does not.
+func TestReasonIsLogOnly(t *testing.T) {
+	w := newWorld(t)
+	b := w.creds["basic"]
+	tests := []struct {
+		name, tenant string
+		header       func(http.Header)
+		code         int32
+		message      string
+		reason       string
+	}{
+		{"unknown token", "acme", bearer(tenancy.TokenPrefix + strings.Repeat("a", 52)), 401, ok401, "unknown token"},
+		{"wrong password", "acme", basic(b.Username, "wrong"), 401, ok401, "wrong password"},
+		{"other tenant", "globex", bearer(w.creds["token"].Token), 403, ok403, "tenant mismatch"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/t/"+tc.tenant+"/validate", nil)
+			tc.header(r.Header)
+			_, err := w.auth.Authenticate(r)
+			if got := fault.ErrorReason(err); got != tc.reason {
+				t.Fatalf("reason = %q, want %q (err %v)", got, tc.reason, err)
+			}
+			st := fault.Status(err)
+			body, _ := json.Marshal(st)
+			if st.Code != tc.code || st.Message != tc.message || strings.Contains(string(body), tc.reason) {
+				t.Fatalf("status sent = %s, want %d %q without the reason", body, tc.code, tc.message)
+			}
+		})
 	}
 }
 
@@ -322,21 +353,25 @@ func runAuth(t *testing.T, pool *pgxpool.Pool, opts tenancy.AuthOptions) *tenanc
 	go func() { defer wg.Done(); _ = l.Run(c) }()
 	go func() { defer wg.Done(); _ = a.Run(c) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	waitUntil(t, 10*time.Second, "first load", func() bool { return a.Ready() && l.Connected() })
+	testutil.Eventually(t, 10*time.Second, "first load", func() bool { return a.Ready() && l.Connected() })
 	return a
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
+// clock stands in for an Authenticator's wall clock: it stands still until
+// the test moves it.
+type clock struct{ ns atomic.Int64 }
+
+// fakeClock gives a a clock that starts at the wall clock's now.
+func fakeClock(a *tenancy.Authenticator) *clock {
+	c := &clock{}
+	c.ns.Store(time.Now().UnixNano())
+	a.SetClock(c.now)
+	return c
 }
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *clock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func status(a *tenancy.Authenticator, tenant string, h func(http.Header)) int {
 	r := httptest.NewRequest(http.MethodPost, "/t/"+tenant+"/validate", nil)
@@ -345,7 +380,7 @@ func status(a *tenancy.Authenticator, tenant string, h func(http.Header)) int {
 	if err == nil {
 		return 200
 	}
-	return tenancy.HTTPStatus(err)
+	return fault.HTTPStatus(err)
 }
 
 // TestChangesReachEveryReplica runs two authenticators on one database, each
@@ -361,7 +396,7 @@ func TestChangesReachEveryReplica(t *testing.T) {
 	eventually := func(what string, h func(http.Header), tenant string, want int) {
 		t.Helper()
 		for i, a := range replicas {
-			d := waitUntil(t, 2*time.Second, fmt.Sprintf("replica %d: %s", i, what), func() bool { return status(a, tenant, h) == want })
+			d := testutil.Eventually(t, 2*time.Second, fmt.Sprintf("replica %d: %s", i, what), func() bool { return status(a, tenant, h) == want })
 			t.Logf("replica %d: %s after %v", i, what, d)
 		}
 	}
@@ -400,7 +435,7 @@ func TestResyncHealsLostNotification(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE credentials SET revoked_at = now() WHERE id = $1`, tok.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 3*time.Second, "resync", func() bool { return status(a, "acme", bearer(tok.Token)) == 401 })
+	testutil.Eventually(t, 3*time.Second, "resync", func() bool { return status(a, "acme", bearer(tok.Token)) == 401 })
 }
 
 // TestServesFromCacheWhileDatabaseIsDown: a warm authenticator answers
@@ -421,6 +456,7 @@ func TestServesFromCacheWhileDatabaseIsDown(t *testing.T) {
 
 func TestLastUsedIsFlushedInBatches(t *testing.T) {
 	w := newWorld(t)
+	clk := fakeClock(w.auth)
 	for range 3 {
 		for _, name := range []string{"token", "basic"} {
 			iss := w.creds[name]
@@ -456,7 +492,7 @@ func TestLastUsedIsFlushedInBatches(t *testing.T) {
 	}
 	// Usage survives a reload that happens before the flush. (Use is
 	// recorded at most every 100 ms per credential.)
-	time.Sleep(150 * time.Millisecond)
+	clk.advance(150 * time.Millisecond)
 	status(w.auth, "acme", bearer(w.creds["token"].Token))
 	before := lastUsed(w.creds["token"].ID)
 	if err := w.auth.Load(ctx); err != nil {
@@ -474,8 +510,11 @@ func TestLastUsedIsFlushedInBatches(t *testing.T) {
 // refused at once.
 func TestExpiryWithoutReload(t *testing.T) {
 	w := newWorld(t)
+	clk := fakeClock(w.auth)
 	cl := must[tenancy.Cluster](t)(w.store.FindClusterByName(ctx, w.acme.ID, "prod"))
-	exp := time.Now().Add(time.Second)
+	// An hour, not a second: the load must see the token live however
+	// slow the machine, and the test moves its clock rather than waiting.
+	exp := clk.now().Add(time.Hour)
 	tok := must[tenancy.Issued](t)(w.store.CreateToken(ctx, w.acme.ID, cl.ID, tenancy.CredentialOptions{ExpiresAt: &exp}))
 	if err := w.auth.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -483,7 +522,13 @@ func TestExpiryWithoutReload(t *testing.T) {
 	if got := status(w.auth, "acme", bearer(tok.Token)); got != 200 {
 		t.Fatalf("before expiry: %d", got)
 	}
-	time.Sleep(time.Until(exp) + 10*time.Millisecond)
+	// Postgres keeps microseconds, so a millisecond before exp is still
+	// before the stored expiry.
+	clk.set(exp.Add(-time.Millisecond))
+	if got := status(w.auth, "acme", bearer(tok.Token)); got != 200 {
+		t.Fatalf("just before expiry: %d", got)
+	}
+	clk.set(exp.Add(10 * time.Millisecond))
 	if got := status(w.auth, "acme", bearer(tok.Token)); got != 401 {
 		t.Fatalf("after expiry: %d, want 401", got)
 	}

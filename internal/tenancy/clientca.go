@@ -14,7 +14,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"time"
@@ -97,8 +96,9 @@ func NewClientCA(commonName string, validity time.Duration) (*ClientCA, error) {
 		return nil, err
 	}
 	now := time.Now()
+	// No SerialNumber: CreateCertificate draws a random one, as RFC 5280
+	// 4.1.2.2 wants (positive, at most 20 octets), when the template has none.
 	tmpl := &x509.Certificate{
-		SerialNumber:          randomSerial(),
 		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"portcullis"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(validity),
@@ -157,8 +157,8 @@ func (ca *ClientCA) issue(pub crypto.PublicKey, tenant, cluster string, notAfter
 	if notAfter.After(ca.cert.NotAfter) {
 		notAfter = ca.cert.NotAfter
 	}
+	// No SerialNumber: CreateCertificate draws a random one (see NewClientCA).
 	tmpl := &x509.Certificate{
-		SerialNumber: randomSerial(),
 		Subject: pkix.Name{
 			CommonName:         cluster,
 			Organization:       []string{tenant},
@@ -184,20 +184,20 @@ func checkPublicKey(pub crypto.PublicKey) error {
 		case elliptic.P256(), elliptic.P384(), elliptic.P521():
 			return nil
 		}
-		return errorf(CodeInvalid, "the CSR's ECDSA curve is not supported (use P-256, P-384 or P-521)")
+		return invalid(nil, "the CSR's ECDSA curve is not supported (use P-256, P-384 or P-521)")
 	case *rsa.PublicKey:
 		if k.N.BitLen() < 2048 {
-			return errorf(CodeInvalid, "the CSR's RSA key is shorter than 2048 bits")
+			return invalid(nil, "the CSR's RSA key is shorter than 2048 bits")
 		}
 		return nil
 	case ed25519.PublicKey:
 		return nil
 	}
-	return errorf(CodeInvalid, "the CSR's key type is not supported (use ECDSA, RSA or Ed25519)")
+	return invalid(nil, "the CSR's key type is not supported (use ECDSA, RSA or Ed25519)")
 }
 
 // parseCSR decodes a PEM CSR and checks its signature.
-// CheckCSR reports, as a CodeInvalid error, what SignCSR would refuse in a
+// CheckCSR reports, as a fault.Invalid error, what SignCSR would refuse in a
 // CSR, so that a caller can check a request before doing anything.
 func CheckCSR(csrPEM []byte) error {
 	csr, err := parseCSR(csrPEM)
@@ -210,14 +210,14 @@ func CheckCSR(csrPEM []byte) error {
 func parseCSR(csrPEM []byte) (*x509.CertificateRequest, error) {
 	block, _ := pem.Decode(csrPEM)
 	if block == nil || (block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST") {
-		return nil, errorf(CodeInvalid, "the CSR is not a PEM \"CERTIFICATE REQUEST\" block")
+		return nil, invalid(nil, "the CSR is not a PEM \"CERTIFICATE REQUEST\" block")
 	}
 	csr, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalid, Message: "the CSR cannot be parsed", Err: err}
+		return nil, invalid(err, "the CSR cannot be parsed")
 	}
 	if err := csr.CheckSignature(); err != nil {
-		return nil, &Error{Code: CodeInvalid, Message: "the CSR's signature is invalid", Err: err}
+		return nil, invalid(err, "the CSR's signature is invalid")
 	}
 	return csr, nil
 }
@@ -232,11 +232,6 @@ func newClientKey() (*ecdsa.PrivateKey, []byte, error) {
 		return nil, nil, err
 	}
 	return key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
-}
-
-func randomSerial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	return n.Add(n, big.NewInt(1))
 }
 
 // Fingerprint is the SHA-256 of a certificate's DER, the key under which

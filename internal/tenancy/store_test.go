@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -52,9 +53,9 @@ func must[T any](t testing.TB) func(T, error) T {
 	}
 }
 
-func wantCode(t *testing.T, err error, code tenancy.Code) {
+func wantCode(t *testing.T, err error, code fault.Code) {
 	t.Helper()
-	if got := tenancy.ErrorCode(err); got != code {
+	if got := fault.ErrorCode(err); got != code {
 		t.Fatalf("error = %v (code %q), want code %q", err, got, code)
 	}
 }
@@ -65,10 +66,10 @@ func TestTenantsAndClusters(t *testing.T) {
 	globex := must[tenancy.Tenant](t)(s.CreateTenant(ctx, "globex", ""))
 
 	_, err := s.CreateTenant(ctx, "acme", "again")
-	wantCode(t, err, tenancy.CodeConflict)
+	wantCode(t, err, fault.AlreadyExists)
 	for _, bad := range []string{"", "ACME", "-a", "a_b", strings.Repeat("a", 64), "a.b"} {
 		_, err := s.CreateTenant(ctx, bad, "")
-		wantCode(t, err, tenancy.CodeInvalid)
+		wantCode(t, err, fault.Invalid)
 	}
 
 	all := must[[]tenancy.Tenant](t)(s.ListAllTenants(ctx))
@@ -79,7 +80,7 @@ func TestTenantsAndClusters(t *testing.T) {
 		t.Fatalf("FindTenantByName = %+v", got)
 	}
 	_, err = s.FindTenantByName(ctx, "nope")
-	wantCode(t, err, tenancy.CodeNotFound)
+	wantCode(t, err, fault.NotFound)
 	if got := must[tenancy.Tenant](t)(s.UpdateTenantDisplayName(ctx, globex.ID, "Globex")); got.DisplayName != "Globex" {
 		t.Fatalf("UpdateTenantDisplayName = %+v", got)
 	}
@@ -91,13 +92,13 @@ func TestTenantsAndClusters(t *testing.T) {
 	// The same name in another tenant is fine; in the same tenant it is not.
 	must[tenancy.Cluster](t)(s.CreateCluster(ctx, globex.ID, "prod", nil))
 	_, err = s.CreateCluster(ctx, acme.ID, "prod", nil)
-	wantCode(t, err, tenancy.CodeConflict)
+	wantCode(t, err, fault.AlreadyExists)
 	_, err = s.CreateCluster(ctx, acme.ID, "dev", map[string]string{"bad key!": "x"})
-	wantCode(t, err, tenancy.CodeInvalid)
+	wantCode(t, err, fault.Invalid)
 	_, err = s.CreateCluster(ctx, acme.ID, "dev", map[string]string{"k": "bad value!"})
-	wantCode(t, err, tenancy.CodeInvalid)
+	wantCode(t, err, fault.Invalid)
 	_, err = s.CreateCluster(ctx, 999999, "dev", nil)
-	wantCode(t, err, tenancy.CodeNotFound)
+	wantCode(t, err, fault.NotFound)
 
 	// Another tenant's cluster is "not found", exactly like a missing one.
 	tests := []struct {
@@ -122,7 +123,7 @@ func TestTenantsAndClusters(t *testing.T) {
 		}},
 	}
 	for _, tc := range tests {
-		t.Run("other tenant/"+tc.name, func(t *testing.T) { wantCode(t, tc.call(), tenancy.CodeNotFound) })
+		t.Run("other tenant/"+tc.name, func(t *testing.T) { wantCode(t, tc.call(), fault.NotFound) })
 	}
 
 	got := must[tenancy.Cluster](t)(s.SetClusterLabels(ctx, acme.ID, prod.ID, map[string]string{"env": "staging"}))
@@ -141,11 +142,11 @@ func TestTenantsAndClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.FindCluster(ctx, acme.ID, prod.ID)
-	wantCode(t, err, tenancy.CodeNotFound)
+	wantCode(t, err, fault.NotFound)
 	if err := s.DeleteTenant(ctx, acme.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, s.DeleteTenant(ctx, acme.ID), tenancy.CodeNotFound)
+	wantCode(t, s.DeleteTenant(ctx, acme.ID), fault.NotFound)
 }
 
 func TestCredentials(t *testing.T) {
@@ -222,13 +223,13 @@ func TestCredentials(t *testing.T) {
 		tests := []struct {
 			name string
 			csr  []byte
-			code tenancy.Code // "" = success
+			code fault.Code // "" = success
 		}{
 			{"ECDSA P-256", csrPEM(t, ecKey, "evil-cluster", "globex"), ""},
 			{"Ed25519", csrPEM(t, edKey, "x", ""), ""},
-			{"RSA 1024 is refused", csrPEM(t, rsaSmall, "x", ""), tenancy.CodeInvalid},
-			{"not PEM", []byte("hello"), tenancy.CodeInvalid},
-			{"bad signature", tamper(csrPEM(t, ecKey, "x", "")), tenancy.CodeInvalid},
+			{"RSA 1024 is refused", csrPEM(t, rsaSmall, "x", ""), fault.Invalid},
+			{"not PEM", []byte("hello"), fault.Invalid},
+			{"bad signature", tamper(csrPEM(t, ecKey, "x", "")), fault.Invalid},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -260,7 +261,7 @@ func TestCredentials(t *testing.T) {
 	t.Run("expiry in the past is refused", func(t *testing.T) {
 		past := time.Now().Add(-time.Minute)
 		_, err := s.CreateToken(ctx, acme.ID, prod.ID, tenancy.CredentialOptions{ExpiresAt: &past})
-		wantCode(t, err, tenancy.CodeInvalid)
+		wantCode(t, err, fault.Invalid)
 	})
 
 	t.Run("list and revoke", func(t *testing.T) {
@@ -274,9 +275,9 @@ func TestCredentials(t *testing.T) {
 			}
 		}
 		_, err := s.RevokeCredential(ctx, globex.ID, list[0].ID)
-		wantCode(t, err, tenancy.CodeNotFound)
+		wantCode(t, err, fault.NotFound)
 		_, err = s.FindCredential(ctx, globex.ID, list[0].ID)
-		wantCode(t, err, tenancy.CodeNotFound)
+		wantCode(t, err, fault.NotFound)
 		rev := must[tenancy.Credential](t)(s.RevokeCredential(ctx, acme.ID, list[0].ID))
 		if rev.RevokedAt == nil || rev.Active(time.Now()) {
 			t.Fatalf("revoked credential = %+v", rev)
@@ -290,7 +291,7 @@ func TestCredentials(t *testing.T) {
 	t.Run("no client CA", func(t *testing.T) {
 		s2 := tenancy.NewStore(pool, nil)
 		_, err := s2.IssueCertificate(ctx, acme.ID, prod.ID, tenancy.CredentialOptions{})
-		wantCode(t, err, tenancy.CodeInvalid)
+		wantCode(t, err, fault.Invalid)
 	})
 }
 
@@ -334,7 +335,7 @@ func TestRotateCredential(t *testing.T) {
 	old := must[tenancy.Issued](t)(s.CreateToken(ctx, acme.ID, prod.ID, tenancy.CredentialOptions{Description: "apiservers"}))
 
 	_, _, err := s.RotateCredential(ctx, globex.ID, old.ID, time.Hour, tenancy.CredentialOptions{})
-	wantCode(t, err, tenancy.CodeNotFound)
+	wantCode(t, err, fault.NotFound)
 
 	type rotated struct {
 		iss tenancy.Issued
@@ -379,7 +380,7 @@ func TestRotateCredential(t *testing.T) {
 	before := must[[]tenancy.Credential](t)(s.ListCredentials(ctx, acme.ID, prod.ID))
 	noCA := tenancy.NewStore(pool, nil)
 	_, _, err = noCA.RotateCredential(ctx, acme.ID, cert.ID, 0, tenancy.CredentialOptions{})
-	wantCode(t, err, tenancy.CodeInvalid)
+	wantCode(t, err, fault.Invalid)
 	after := must[[]tenancy.Credential](t)(s.ListCredentials(ctx, acme.ID, prod.ID))
 	if len(after) != len(before) || after[len(after)-1].ID != before[len(before)-1].ID {
 		t.Errorf("a failed rotation added a credential: %d then %d", len(before), len(after))

@@ -13,14 +13,14 @@
 // hot path: it holds every live credential in memory, so a request never
 // waits on Postgres, and it learns about changes through LISTEN/NOTIFY on
 // Channel with a periodic full resync as a safety net.
+//
+// Errors are *fault.Error. A name that is taken is fault.AlreadyExists; an
+// authentication failure carries a Reason (why the credential was refused)
+// that is for logs and metrics only, because telling a caller that a
+// credential exists but was revoked would help an attacker.
 package tenancy
 
-import (
-	"errors"
-	"fmt"
-	"net/http"
-	"time"
-)
+import "time"
 
 // Channel is the NOTIFY channel on which the store announces changes to
 // tenants, clusters and credentials. Payloads are "credential:<id>",
@@ -115,83 +115,4 @@ type Identity struct {
 	ClusterLabels  map[string]string
 	CredentialID   int64
 	CredentialType CredentialType
-}
-
-// Code classifies an Error.
-type Code string
-
-// Error codes. HTTPStatus maps them.
-const (
-	CodeInvalid         Code = "invalid"         // 422: bad input
-	CodeNotFound        Code = "not_found"       // 404: absent, or another tenant's
-	CodeConflict        Code = "conflict"        // 409: a name is taken
-	CodeUnauthenticated Code = "unauthenticated" // 401
-	CodeForbidden       Code = "forbidden"       // 403
-	CodeUnavailable     Code = "unavailable"     // 503: credentials not loaded yet
-	CodeInternal        Code = "internal"        // 500
-)
-
-// Error is the package's one error type. Message is safe to show to the
-// caller; Reason (authentication only) says why, for logs and metrics, and
-// must never be sent to the client, because it could tell an attacker that a
-// credential exists but was revoked.
-type Error struct {
-	Code    Code
-	Message string
-	Reason  string
-	Err     error
-}
-
-func (e *Error) Error() string {
-	s := e.Message
-	if e.Reason != "" {
-		s += " (" + e.Reason + ")"
-	}
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// HTTPStatus is the HTTP status for the error's code.
-func (e *Error) HTTPStatus() int {
-	switch e.Code {
-	case CodeInvalid:
-		return http.StatusUnprocessableEntity
-	case CodeNotFound:
-		return http.StatusNotFound
-	case CodeConflict:
-		return http.StatusConflict
-	case CodeUnauthenticated:
-		return http.StatusUnauthorized
-	case CodeForbidden:
-		return http.StatusForbidden
-	case CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
-// ErrorCode returns the Code of err, or CodeInternal when err is not an *Error.
-func ErrorCode(err error) Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return CodeInternal
-}
-
-// HTTPStatus returns the HTTP status for err (500 when it is not an *Error).
-func HTTPStatus(err error) int {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.HTTPStatus()
-	}
-	return http.StatusInternalServerError
-}
-
-func errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/admission"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -33,7 +34,7 @@ import (
 // Handler serves POST /t/{tenant}/validate. Its dependencies are functions
 // so that tests can supply plain ones.
 type Handler struct {
-	// Authenticate returns the caller's identity or a *tenancy.Error.
+	// Authenticate returns the caller's identity or a *fault.Error.
 	Authenticate func(r *http.Request) (tenancy.Identity, error)
 	// Snapshot returns the tenant's compiled policies. An error with
 	// policystore code EUNAVAILABLE (cold and the database away) gives 503,
@@ -139,8 +140,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, err := h.Authenticate(r)
 	endStep(step, err)
 	if err != nil {
-		code := tenancy.HTTPStatus(err)
-		var te *tenancy.Error
+		code := fault.HTTPStatus(err)
+		var te *fault.Error
 		msg := "authentication failed"
 		if errors.As(err, &te) {
 			msg = te.Message // Message is safe for the caller; Reason is not.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/webhook"
@@ -132,9 +133,9 @@ func newFixture(t testing.TB) *fixture {
 			case "Bearer good":
 				return tenancy.Identity{TenantID: 7, TenantName: "acme", ClusterID: 3, ClusterName: "prod"}, nil
 			case "Bearer other-tenant":
-				return tenancy.Identity{}, &tenancy.Error{Code: tenancy.CodeForbidden, Message: "forbidden", Reason: "tenant mismatch"}
+				return tenancy.Identity{}, &fault.Error{Code: fault.Forbidden, Message: "forbidden", Reason: "tenant mismatch"}
 			}
-			return tenancy.Identity{}, &tenancy.Error{Code: tenancy.CodeUnauthenticated, Message: "unauthenticated", Reason: "unknown token"}
+			return tenancy.Identity{}, &fault.Error{Code: fault.Unauthenticated, Message: "unauthenticated", Reason: "unknown token"}
 		},
 		Snapshot: func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error) {
 			if tenantID != 7 {
