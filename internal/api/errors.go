@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis-dev/portcullis/internal/decisions"
-	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
@@ -68,7 +68,7 @@ func status(err error) (metav1.Status, bool) {
 	var (
 		ae *apiError
 		te *tenancy.Error
-		pe *policystore.Error
+		fe *fault.Error
 		de *decisions.Error
 	)
 	switch {
@@ -85,9 +85,8 @@ func status(err error) (metav1.Status, bool) {
 			st.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: te.Message}}}
 		}
 		return st, false
-	case errors.As(err, &pe):
-		st := *pe.Status()
-		st.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
+	case errors.As(err, &fe):
+		st := fault.Status(fe)
 		return st, st.Code >= 500
 	case errors.As(err, &de):
 		return invalidField(de.Field, "%s", de.Message).status(), false

@@ -10,9 +10,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // Apply actions, as kubectl prints them.
@@ -134,14 +137,14 @@ func lockHead(ctx context.Context, tx pgx.Tx, tenantID int64) (int64, error) {
 		RETURNING version`, tenantID).Scan(&v)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
-		return 0, &Error{Code: ENOTFOUND, Err: err, Message: fmt.Sprintf("tenant %d not found", tenantID)}
+		return 0, fault.Wrap(err, fault.NotFound, "tenant %d not found", tenantID)
 	}
 	return v, err
 }
 
 // inDocument says which document a write error is about.
 func inDocument(err error, list string, i int) error {
-	var e *Error
+	var e *fault.Error
 	if !errors.As(err, &e) {
 		return err
 	}
@@ -195,39 +198,39 @@ func decodeAll(list string, docs [][]byte) ([]*decoded, []string, error) {
 	var (
 		ds      = make([]*decoded, len(docs))
 		rvs     = make([]string, len(docs))
-		causes  field.ErrorList
+		causes  []metav1.StatusCause
 		objects []string
 		seen    = map[Ref]int{}
 	)
-	add := func(i int, label string, errs field.ErrorList) {
-		for _, fe := range errs {
-			c := *fe
-			c.Field = fmt.Sprintf("%s[%d]", list, i)
-			if fe.Field != "" {
-				c.Field += "." + fe.Field
+	add := func(i int, label string, cs []metav1.StatusCause) {
+		for _, c := range cs {
+			at := fmt.Sprintf("%s[%d]", list, i)
+			if c.Field != "" {
+				at += "." + c.Field
 			}
-			causes = append(causes, &c)
+			c.Field = at
+			causes = append(causes, c)
 			objects = append(objects, label)
 		}
 	}
 	for i, doc := range docs {
 		d, rv, err := decode(doc)
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || e.Code != EINVALID {
+			var e *fault.Error
+			if !errors.As(err, &e) || e.Code != fault.Invalid {
 				return nil, nil, err
 			}
-			add(i, objectLabel(e.GroupKind, e.Name), e.Causes)
+			add(i, objectLabel(schema.GroupKind{Group: e.Group, Kind: e.Kind}, e.Name), e.Causes)
 			continue
 		}
 		label := objectLabel(d.gvk.GroupKind(), d.ref.Name)
 		if errs := checkExpressions(d); len(errs) > 0 {
-			add(i, label, errs)
+			add(i, label, fieldCauses(errs))
 			continue
 		}
 		if j, dup := seen[d.ref]; dup {
-			add(i, label, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), d.ref.Name,
-				fmt.Sprintf("the same object as %s[%d]; give each object once", list, j))})
+			add(i, label, fieldCauses(field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), d.ref.Name,
+				fmt.Sprintf("the same object as %s[%d]; give each object once", list, j))}))
 			continue
 		}
 		seen[d.ref] = i
@@ -238,20 +241,23 @@ func decodeAll(list string, docs [][]byte) ([]*decoded, []string, error) {
 	}
 	parts := make([]string, len(causes))
 	for i, c := range causes {
-		parts[i] = c.Field + ": " + c.ErrorBody()
+		parts[i] = c.Field + ": " + c.Message
 		if objects[i] != "" {
 			parts[i] = objects[i] + " " + parts[i]
+			// The cause's field only gives the object's index: its
+			// message names the object too.
+			causes[i].Message = objects[i] + ": " + c.Message
 		}
 	}
 	verb, n := "are", countObjects(causes)
 	if n == 1 {
 		verb = "is"
 	}
-	return nil, nil, &Error{Code: EINVALID, Causes: causes, causeObjects: objects,
+	return nil, nil, &fault.Error{Code: fault.Invalid, Causes: causes,
 		Message: fmt.Sprintf("%d of the %d %s %s invalid; nothing was written: %s", n, len(docs), list, verb, strings.Join(parts, "; "))}
 }
 
-func countObjects(causes field.ErrorList) int {
+func countObjects(causes []metav1.StatusCause) int {
 	n := map[string]bool{}
 	for _, c := range causes {
 		idx, _, _ := strings.Cut(c.Field, "]")

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 )
 
@@ -171,8 +172,8 @@ func (c *Cache) Snapshot(ctx context.Context, tenantID int64) (*Snapshot, error)
 }
 
 func coldUnavailable(tenantID int64, cause error) error {
-	return &Error{Code: EUNAVAILABLE, Err: fmt.Errorf("%w: %w", ErrColdUnavailable, cause),
-		Message: fmt.Sprintf("policies of tenant %d are not loaded and the policy database is unreachable; retry later", tenantID)}
+	return fault.Wrap(fmt.Errorf("%w: %w", ErrColdUnavailable, cause), fault.Unavailable,
+		"policies of tenant %d are not loaded and the policy database is unreachable; retry later", tenantID)
 }
 
 // load reads and compiles the tenant's current snapshot and installs it. It

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
@@ -269,12 +270,12 @@ func TestServesStaleDuringOutageAndColdIs503(t *testing.T) {
 	// A tenant with no snapshot is refused, never served an empty set.
 	for range 3 {
 		_, err = r.cache.Snapshot(ctx, cold)
-		var e *Error
-		if !errors.As(err, &e) || e.Code != EUNAVAILABLE || !errors.Is(err, ErrColdUnavailable) {
+		var e *fault.Error
+		if !errors.As(err, &e) || e.Code != fault.Unavailable || !errors.Is(err, ErrColdUnavailable) {
 			t.Fatalf("cold tenant during outage: %v", err)
 		}
-		if e.Status().Code != 503 {
-			t.Fatalf("status = %d", e.Status().Code)
+		if fault.Status(err).Code != 503 {
+			t.Fatalf("status = %d", fault.Status(err).Code)
 		}
 	}
 	if n := counter(t, r.reg, "portcullis_policy_cache_cold_unavailable_total"); n != 3 {
@@ -387,7 +388,7 @@ func TestNotReadyUntilDatabaseReached(t *testing.T) {
 		t.Fatal("ready without ever reaching the database")
 	}
 	_, err = c.Snapshot(context.Background(), 1)
-	if ErrorCode(err) != EUNAVAILABLE {
+	if fault.ErrorCode(err) != fault.Unavailable {
 		t.Fatalf("cold request = %v, want unavailable", err)
 	}
 	cancel()

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 )
 
@@ -35,27 +36,38 @@ var kindNamespace = corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind()
 // cleanNamespace copies ns without managedFields, with its type meta set,
 // and checks its name.
 func cleanNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, error) {
+	c, js, errs, err := checkNamespace(ns)
+	if len(errs) > 0 {
+		name := ""
+		if ns != nil {
+			name = ns.Name
+		}
+		return nil, nil, invalid(kindNamespace, name, errs)
+	}
+	return c, js, err
+}
+
+// checkNamespace is cleanNamespace, returning the field errors of a bad
+// namespace instead of an error.
+func checkNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, field.ErrorList, error) {
 	if ns == nil || ns.Name == "" {
-		return nil, nil, invalid(kindNamespace, "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "")})
+		return nil, nil, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "")}, nil
 	}
 	if msgs := validation.IsDNS1123Label(ns.Name); len(msgs) > 0 {
-		return nil, nil, invalid(kindNamespace, ns.Name, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), ns.Name, strings.Join(msgs, "; "))})
+		return nil, nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), ns.Name, strings.Join(msgs, "; "))}, nil
 	}
 	c := ns.DeepCopy()
 	c.ManagedFields = nil
 	c.APIVersion, c.Kind = "v1", "Namespace"
 	js, err := json.Marshal(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	errs, err := JSONTextErrors(js)
-	if err != nil {
-		return nil, nil, err
+	if err != nil || len(errs) > 0 {
+		return nil, nil, errs, err
 	}
-	if len(errs) > 0 {
-		return nil, nil, invalid(kindNamespace, ns.Name, errs)
-	}
-	return c, js, nil
+	return c, js, nil, nil
 }
 
 // GetNamespace returns one namespace of the cluster's inventory.
@@ -141,17 +153,16 @@ func (s *Store) ReplaceNamespaces(ctx context.Context, tenantID, clusterID int64
 	seen := map[string]bool{}
 	var errs field.ErrorList
 	for i, ns := range nss {
-		_, js, err := cleanNamespace(ns)
+		_, js, nsErrs, err := checkNamespace(ns)
 		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				for _, c := range e.Causes {
-					c.Field = field.NewPath("items").Index(i).String() + "." + c.Field
-					errs = append(errs, c)
-				}
-				continue
-			}
 			return err
+		}
+		if len(nsErrs) > 0 {
+			for _, c := range nsErrs {
+				c.Field = field.NewPath("items").Index(i).String() + "." + c.Field
+				errs = append(errs, c)
+			}
+			continue
 		}
 		if seen[ns.Name] {
 			errs = append(errs, field.Duplicate(field.NewPath("items").Index(i).Child("metadata", "name"), ns.Name))
@@ -182,7 +193,7 @@ var kindNamespaceList = corev1.SchemeGroupVersion.WithKind("NamespaceList").Grou
 
 func namespaceWriteError(err error, tenantID, clusterID int64) error {
 	if strings.Contains(err.Error(), "23503") {
-		return &Error{Code: ENOTFOUND, Err: err, Message: fmt.Sprintf("cluster %d of tenant %d not found", clusterID, tenantID)}
+		return fault.Wrap(err, fault.NotFound, "cluster %d of tenant %d not found", clusterID, tenantID)
 	}
 	return err
 }
@@ -330,7 +341,7 @@ func (n *NamespaceCache) Lookup(ctx context.Context, tenantID, clusterID int64) 
 	case r := <-ch:
 		if r.Err != nil {
 			return newInventory(map[string]*corev1.Namespace{}),
-				&Error{Code: EUNAVAILABLE, Err: r.Err, Message: "namespace inventory unavailable"}
+				fault.Wrap(r.Err, fault.Unavailable, "namespace inventory unavailable")
 		}
 		return r.Val.(*Inventory), nil
 	case <-ctx.Done():
@@ -391,7 +402,7 @@ func (n *NamespaceCache) LearnTerminating(tenantID, clusterID int64, name string
 	}
 	n.enqueueLearned(inv, c, func(ctx context.Context) error {
 		err := n.store.MarkNamespaceTerminating(ctx, tenantID, clusterID, name, now)
-		if ErrorCode(err) == ENOTFOUND {
+		if fault.ErrorCode(err) == fault.NotFound {
 			return nil
 		}
 		return err
@@ -456,7 +467,7 @@ func (n *NamespaceCache) notified(payload string) {
 		inv, ok := n.lru.Peek(key)
 		switch {
 		case !ok:
-		case ErrorCode(err) == ENOTFOUND:
+		case fault.ErrorCode(err) == fault.NotFound:
 			inv.remove(name)
 		case err != nil:
 			return err

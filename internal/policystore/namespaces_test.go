@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
@@ -67,7 +68,7 @@ func TestNamespaceInventoryStore(t *testing.T) {
 			return nil
 		}},
 		{"terminating an unknown namespace is not found", func() error {
-			if err := s.MarkNamespaceTerminating(ctx, tenant, cluster, "nope", time.Now()); ErrorCode(err) != ENOTFOUND {
+			if err := s.MarkNamespaceTerminating(ctx, tenant, cluster, "nope", time.Now()); fault.ErrorCode(err) != fault.NotFound {
 				return errorf("err = %v", err)
 			}
 			return nil
@@ -80,7 +81,7 @@ func TestNamespaceInventoryStore(t *testing.T) {
 		}},
 		{"another tenant cannot write to the cluster", func() error {
 			t2 := newTenant(t, pool)
-			if err := s.UpsertNamespace(ctx, t2, cluster, ns("x", nil)); ErrorCode(err) != ENOTFOUND {
+			if err := s.UpsertNamespace(ctx, t2, cluster, ns("x", nil)); fault.ErrorCode(err) != fault.NotFound {
 				return errorf("err = %v", err)
 			}
 			return nil
@@ -97,8 +98,8 @@ func TestNamespaceInventoryStore(t *testing.T) {
 		}},
 		{"an upload with a bad name is refused with its path", func() error {
 			err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("ok", nil), ns("Bad_Name", nil), ns("ok", nil)})
-			e, _ := err.(*Error)
-			if e == nil || e.Code != EINVALID || len(e.Causes) != 2 || e.Causes[0].Field != "items[1].metadata.name" ||
+			e, _ := err.(*fault.Error)
+			if e == nil || e.Code != fault.Invalid || len(e.Causes) != 2 || e.Causes[0].Field != "items[1].metadata.name" ||
 				e.Causes[1].Field != "items[2].metadata.name" {
 				return errorf("err = %#v", err)
 			}

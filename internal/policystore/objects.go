@@ -85,8 +85,8 @@ var serverMetadata = []string{"uid", "resourceVersion", "generation", "creationT
 func decode(data []byte) (*decoded, string, error) {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, "", &Error{Code: EINVALID, Message: "invalid object: " + err.Error(),
-			Causes: field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}}
+		return nil, "", invalidInput("invalid object: "+err.Error(),
+			field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())})
 	}
 	var raw map[string]any
 	if err := json.Unmarshal(js, &raw); err != nil || raw == nil {
@@ -94,8 +94,7 @@ func decode(data []byte) (*decoded, string, error) {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		return nil, "", &Error{Code: EINVALID, Message: "invalid object: " + msg,
-			Causes: field.ErrorList{field.Invalid(field.NewPath(""), nil, msg)}}
+		return nil, "", invalidInput("invalid object: "+msg, field.ErrorList{field.Invalid(field.NewPath(""), nil, msg)})
 	}
 	u := &unstructured.Unstructured{Object: raw}
 	if errs := TextErrors(nil, raw); len(errs) > 0 {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 )
 
@@ -228,8 +229,8 @@ func (s *Store) List(ctx context.Context, tenantID int64, opts ListOptions) ([]*
 		var err error
 		sel, err = labels.Parse(opts.LabelSelector)
 		if err != nil {
-			return nil, &Error{Code: EINVALID, Message: "invalid label selector: " + err.Error(),
-				Causes: field.ErrorList{field.Invalid(field.NewPath("labelSelector"), opts.LabelSelector, err.Error())}}
+			return nil, invalidInput("invalid label selector: "+err.Error(),
+				field.ErrorList{field.Invalid(field.NewPath("labelSelector"), opts.LabelSelector, err.Error())})
 		}
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+objectColumns+` FROM policy_objects
@@ -399,7 +400,7 @@ func (s *Store) bumpVersion(ctx context.Context, tx pgx.Tx, tenantID int64) (int
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
-			return 0, &Error{Code: ENOTFOUND, Message: fmt.Sprintf("tenant %d not found", tenantID)}
+			return 0, fault.Errorf(fault.NotFound, "tenant %d not found", tenantID)
 		}
 		return 0, err
 	}
@@ -494,7 +495,7 @@ func getVersion(ctx context.Context, q querier, tenantID int64, ref Ref, version
 	}
 	v, err := pgx.CollectOneRow(rows, scanVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &Error{Code: ENOTFOUND, GroupKind: ref.GroupKind(), Name: ref.Name,
+		return nil, &fault.Error{Code: fault.NotFound, Group: ref.Group, Kind: ref.Kind, Name: ref.Name,
 			Message: fmt.Sprintf("version %d of %s not found", version, ref)}
 	}
 	return v, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
@@ -41,7 +42,7 @@ func TestWriteVersionConflictRollbackTombstone(t *testing.T) {
 	}
 	// The same stale resourceVersion again conflicts, and changes nothing.
 	_, err = s.Apply(ctx, tenant, "carol", []byte(strings.Replace(withRV, "<= 10", "<= 11", 1)))
-	if ErrorCode(err) != ECONFLICT {
+	if fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("stale update: err=%v, want conflict", err)
 	}
 	if v, _ := s.TenantVersion(ctx, tenant); v != 2 {
@@ -62,13 +63,13 @@ func TestWriteVersionConflictRollbackTombstone(t *testing.T) {
 		t.Fatalf("rollback: rv=%d obj=%s", o4.ResourceVersion, mustJSON(t, o4.Object))
 	}
 	// Rollback with a stale precondition conflicts.
-	if _, err := s.Rollback(ctx, tenant, "dave", refVAP, 2, "3"); ErrorCode(err) != ECONFLICT {
+	if _, err := s.Rollback(ctx, tenant, "dave", refVAP, 2, "3"); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("stale rollback: err=%v, want conflict", err)
 	}
 
 	// Delete with a stale precondition conflicts; with the right one it
 	// writes a tombstone.
-	if _, err := s.Delete(ctx, tenant, "erin", refVAP, "2"); ErrorCode(err) != ECONFLICT {
+	if _, err := s.Delete(ctx, tenant, "erin", refVAP, "2"); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("stale delete: err=%v, want conflict", err)
 	}
 	tomb, err := s.Delete(ctx, tenant, "erin", refVAP, "4")
@@ -78,14 +79,14 @@ func TestWriteVersionConflictRollbackTombstone(t *testing.T) {
 	if tomb.Version != 5 || tomb.Operation != OpDelete || tomb.Object != nil {
 		t.Fatalf("tombstone = %+v", tomb)
 	}
-	if _, err := s.Get(ctx, tenant, refVAP); ErrorCode(err) != ENOTFOUND {
+	if _, err := s.Get(ctx, tenant, refVAP); fault.ErrorCode(err) != fault.NotFound {
 		t.Fatalf("get after delete: err=%v, want not found", err)
 	}
-	if _, err := s.Delete(ctx, tenant, "erin", refVAP, ""); ErrorCode(err) != ENOTFOUND {
+	if _, err := s.Delete(ctx, tenant, "erin", refVAP, ""); fault.ErrorCode(err) != fault.NotFound {
 		t.Fatalf("second delete: err=%v, want not found", err)
 	}
 	// An update that names a resourceVersion cannot resurrect a deleted object.
-	if _, err := s.Apply(ctx, tenant, "bob", []byte(withRV)); ErrorCode(err) != ECONFLICT {
+	if _, err := s.Apply(ctx, tenant, "bob", []byte(withRV)); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("update of deleted: err=%v, want conflict", err)
 	}
 
@@ -109,7 +110,7 @@ func TestWriteVersionConflictRollbackTombstone(t *testing.T) {
 	if err != nil || !strings.Contains(mustJSON(t, v2.Object), "10") {
 		t.Fatalf("version 2: %v %v", v2, err)
 	}
-	if _, err := s.Rollback(ctx, tenant, "x", refVAP, 5, ""); ErrorCode(err) != EINVALID {
+	if _, err := s.Rollback(ctx, tenant, "x", refVAP, 5, ""); fault.ErrorCode(err) != fault.Invalid {
 		t.Fatalf("rollback to tombstone: err=%v, want invalid", err)
 	}
 
@@ -149,7 +150,7 @@ func TestTenantIsolationAndNotFound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if ErrorCode(tt.err) != ENOTFOUND {
+			if fault.ErrorCode(tt.err) != fault.NotFound {
 				t.Fatalf("err = %v, want not found", tt.err)
 			}
 		})
@@ -214,7 +215,7 @@ func TestParamsAndList(t *testing.T) {
 	if err != nil || o.APIVersion != "example.com/v2" || o.ResourceVersion != 6 {
 		t.Fatalf("param: %+v %v", o, err)
 	}
-	if _, err := s.List(ctx, tenant, ListOptions{LabelSelector: "env in (("}); ErrorCode(err) != EINVALID {
+	if _, err := s.List(ctx, tenant, ListOptions{LabelSelector: "env in (("}); fault.ErrorCode(err) != fault.Invalid {
 		t.Fatalf("bad selector: %v", err)
 	}
 }
