@@ -12,6 +12,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 func ns(name string, labels map[string]string) *corev1.Namespace {
@@ -142,13 +143,13 @@ func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
 	if got, ok := invA.Namespace("team-x"); !ok || got.Labels["env"] != "dev" {
 		t.Fatal("the learned namespace is not visible at once")
 	}
-	eventually(t, "B to learn team-x", func() bool { _, ok := invB.Namespace("team-x"); return ok })
+	testutil.Eventually(t, 0, "B to learn team-x", func() bool { _, ok := invB.Namespace("team-x"); return ok })
 
 	a.LearnTerminating(tenant, cluster, "prod")
 	if got, _ := invA.Namespace("prod"); got.Status.Phase != corev1.NamespaceTerminating {
 		t.Fatal("terminating not visible at once")
 	}
-	eventually(t, "B to see prod terminating", func() bool {
+	testutil.Eventually(t, 0, "B to see prod terminating", func() bool {
 		got, ok := invB.Namespace("prod")
 		return ok && got.Status.Phase == corev1.NamespaceTerminating
 	})
@@ -156,7 +157,7 @@ func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
 	if err := b.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("only", nil)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "A to take the upload", func() bool {
+	testutil.Eventually(t, 0, "A to take the upload", func() bool {
 		inv, err := a.Lookup(ctx, tenant, cluster)
 		_, only := inv.Namespace("only")
 		_, old := inv.Namespace("team-x")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -127,7 +128,7 @@ func decode(data []byte) (*decoded, string, error) {
 			field.NotSupported(field.NewPath("kind"), gvk.Kind, policyKindNames)})
 	}
 	if versions, ok := supportedVersions[gk]; ok {
-		if !contains(versions, gvk.Version) {
+		if !slices.Contains(versions, gvk.Version) {
 			return nil, "", invalid(gk, u.GetName(), field.ErrorList{
 				field.NotSupported(field.NewPath("apiVersion"), apiVersion, prefixAll(gk.Group+"/", versions))})
 		}
@@ -269,15 +270,6 @@ func fieldPath(p string) *field.Path {
 		return field.NewPath("")
 	}
 	return path
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func prefixAll(prefix string, list []string) []string {

@@ -9,13 +9,13 @@ package policystore
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -325,7 +325,7 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, tenantID int64, author str
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	obj := d.obj
-	uid, generation, created := newUID(), int64(1), now
+	uid, generation, created := uuid.NewString(), int64(1), now
 	if live {
 		uid, generation, created = cur.UID, cur.Generation+1, cur.CreatedAt
 		if op == OpCreate {
@@ -510,14 +510,6 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 		return nil
 	}
 	return err
-}
-
-func newUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // liveObjects reads the tenant's version and all its live objects in one
