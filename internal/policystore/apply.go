@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,32 +36,11 @@ type ApplyOutcome struct {
 	Warnings      []string
 }
 
-// errDryRun rolls back a dry run's transaction once its results are known.
-var errDryRun = errors.New("dry run")
-
-// inTxDry runs fn in a transaction that is rolled back when dryRun, so
-// that a dry run sees exactly what the write would have done.
-func (s *Store) inTxDry(ctx context.Context, dryRun bool, fn func(pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		if dryRun {
-			return errDryRun
-		}
-		return nil
-	})
-	if errors.Is(err, errDryRun) {
-		return nil
-	}
-	return err
-}
-
 // ApplyAll creates or updates every document (one YAML or JSON object each)
 // in one transaction: if any is refused, nothing is written. Each document
-// is validated as Apply validates it; a refusal is one EINVALID error whose
-// causes name every bad field as documents[i].<field>, with the object's
-// kind and name in the message. A document that repeats an object of an
+// is validated as Apply validates it; a refusal is one fault.Invalid error
+// whose causes name every bad field as documents[i].<field>, with the
+// object's kind and name in the message. A document that repeats an object of an
 // earlier one is refused too: its result would depend on the order.
 //
 // With dryRun the same transaction runs and is rolled back, so the
@@ -126,20 +104,6 @@ func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, doc
 		return nil, 0, err
 	}
 	return out, version, nil
-}
-
-// lockHead locks the tenant's head row, creating it at version 0 on first
-// use, and returns the current version.
-func lockHead(ctx context.Context, tx pgx.Tx, tenantID int64) (int64, error) {
-	var v int64
-	err := tx.QueryRow(ctx, `INSERT INTO policy_heads AS h (tenant_id, version) VALUES ($1, 0)
-		ON CONFLICT (tenant_id) DO UPDATE SET version = h.version
-		RETURNING version`, tenantID).Scan(&v)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
-		return 0, fault.Wrap(err, fault.NotFound, "tenant %d not found", tenantID)
-	}
-	return v, err
 }
 
 // inDocument says which document a write error is about.
@@ -330,26 +294,4 @@ func (s *Store) CandidateSnapshot(ctx context.Context, tenantID int64, candidate
 		return nil, err
 	}
 	return &Snapshot{TenantID: tenantID, Version: version, Compiled: compiled, LoadedAt: time.Now()}, nil
-}
-
-// StoredKind is a group and kind the tenant has stored. Live is false when
-// every object of it is deleted (its history stays readable).
-type StoredKind struct {
-	schema.GroupKind
-	Live bool
-}
-
-// Kinds returns every group and kind the tenant has stored, deleted
-// objects included, sorted.
-func (s *Store) Kinds(ctx context.Context, tenantID int64) ([]StoredKind, error) {
-	rows, err := s.pool.Query(ctx, `SELECT api_group, kind, bool_or(NOT deleted) FROM policy_objects
-		WHERE tenant_id = $1 GROUP BY api_group, kind ORDER BY api_group, kind`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredKind, error) {
-		var k StoredKind
-		err := row.Scan(&k.Group, &k.Kind, &k.Live)
-		return k, err
-	})
 }

@@ -177,14 +177,14 @@ func TestCandidateSnapshotAndDryRunDelete(t *testing.T) {
 		t.Fatalf("candidates were written: version %d", v)
 	}
 
-	tomb, before, err := s.DeleteObject(ctx, tenant, "bob", refVAP, "1", true)
-	if err != nil || tomb.Version != 3 || before != 1 {
-		t.Fatalf("dry-run delete = %+v %d %v", tomb, before, err)
+	del, err := s.Delete(ctx, tenant, "bob", refVAP, DeleteOptions{ResourceVersion: "1", DryRun: true})
+	if err != nil || del.Tombstone.Version != 3 || del.VersionBefore != 1 {
+		t.Fatalf("dry-run delete = %+v %d %v", del.Tombstone, del.VersionBefore, err)
 	}
 	if _, err := s.Get(ctx, tenant, refVAP); err != nil {
 		t.Fatalf("a dry-run delete deleted: %v", err)
 	}
-	if _, _, err := s.DeleteObject(ctx, tenant, "bob", refVAP, "2", true); fault.ErrorCode(err) != fault.Conflict {
+	if _, err := s.Delete(ctx, tenant, "bob", refVAP, DeleteOptions{ResourceVersion: "2", DryRun: true}); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("dry-run delete with a stale version: %v", err)
 	}
 }

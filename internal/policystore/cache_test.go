@@ -176,7 +176,7 @@ func TestWritePropagatesToOtherReplica(t *testing.T) {
 		return err == nil && s.Version == 3 && allowed(t, s, 5)
 	})
 	// A delete propagates the same way: no policy, everything allowed.
-	if _, err := a.store.Delete(ctx, tenant, "alice", refVAP, ""); err != nil {
+	if _, err := a.store.Delete(ctx, tenant, "alice", refVAP, DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 0, "B to drop the deleted policy", func() bool {

@@ -123,7 +123,7 @@ func (s *Store) UpsertNamespace(ctx context.Context, tenantID, clusterID int64, 
 // MarkNamespaceTerminating records that the namespace is being deleted
 // (an allowed DELETE): status.phase Terminating and a deletionTimestamp, as
 // the apiserver sets them. The namespace stays until the next upload, since
-// the gateway never sees its finalization. ENOTFOUND if it is not known.
+// the gateway never sees its finalization. fault.NotFound if it is not known.
 func (s *Store) MarkNamespaceTerminating(ctx context.Context, tenantID, clusterID int64, name string, at time.Time) error {
 	ts, err := json.Marshal(metav1.NewTime(at.UTC()))
 	if err != nil {
