@@ -29,6 +29,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/gctune"
+	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/ops"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
@@ -97,9 +98,10 @@ type Main struct {
 	Auth     *tenancy.Authenticator
 
 	// Policies stores policy objects; PolicyCache serves compiled tenant
-	// snapshots to the webhook; Namespaces serves each cluster's namespace
-	// inventory from memory.
-	Policies *policystore.Store
+	// snapshots to the webhook. Inventory stores each cluster's inventory;
+	// Namespaces serves it from memory.
+	Policies  *policystore.Store
+	Inventory *inventory.Store
 	// Recorder receives one decision per webhook request; set it before Run
 	// to capture them (tests), else DecisionRecorder stores them.
 	Recorder decisions.Recorder
@@ -108,7 +110,7 @@ type Main struct {
 	DecisionRecorder *decisions.PGRecorder
 	Decisions        *decisions.Store
 	PolicyCache      *policystore.Cache
-	Namespaces       *policystore.NamespaceCache
+	Namespaces       *inventory.Cache
 	// AdminAPI serves /api/v1 on the admin listener.
 	AdminAPI *api.Server
 
@@ -250,8 +252,8 @@ func (m *Main) setupWebhook() {
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
 		},
-		Learn:            m.Namespaces.Learn,
-		LearnTerminating: m.Namespaces.LearnTerminating,
+		Learn:            m.Namespaces.LearnNamespace,
+		LearnTerminating: m.Namespaces.LearnNamespaceTerminating,
 		Recorder:         m.recorder(),
 		Metrics:          webhook.NewMetrics(m.Registry, m.Config.MetricsTenantLabel),
 		Tracer:           m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/webhook"),
@@ -285,6 +287,7 @@ func (m *Main) setupAdminAPI() error {
 		Tokens:       adminauth.NewStore(m.Pool),
 		Tenancy:      m.Tenancy,
 		Policies:     m.Policies,
+		Inventory:    m.Inventory,
 		Audit:        auditlog.NewStore(m.Pool),
 		Decisions:    m.Decisions,
 		Logger:       m.Logger,
@@ -366,7 +369,8 @@ func (m *Main) setupPolicies(bg context.Context) error {
 	if err := m.PolicyCache.WarmUp(bg); err != nil {
 		m.Logger.Warn("policy cache not warmed up yet", "error", err)
 	}
-	m.Namespaces, err = policystore.NewNamespaceCache(m.Policies, policystore.NamespaceConfig{
+	m.Inventory = inventory.New(m.Pool)
+	m.Namespaces, err = inventory.NewCache(m.Inventory, inventory.Config{
 		Logger: m.Logger, Registry: m.Registry})
 	if err != nil {
 		return fmt.Errorf("namespace inventory: %w", err)

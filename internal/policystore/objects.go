@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-dev/portcullis/internal/pgtext"
 )
 
 // GroupAdmission is the API group of the policy kinds.
@@ -98,7 +100,7 @@ func decode(data []byte) (*decoded, string, error) {
 		return nil, "", invalidInput("invalid object: "+msg, field.ErrorList{field.Invalid(field.NewPath(""), nil, msg)})
 	}
 	u := &unstructured.Unstructured{Object: raw}
-	if errs := TextErrors(nil, raw); len(errs) > 0 {
+	if errs := pgtext.Errors(nil, raw); len(errs) > 0 {
 		return nil, "", invalid(u.GroupVersionKind().GroupKind(), u.GetName(), errs)
 	}
 	gvk := u.GroupVersionKind()

@@ -14,15 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Notification channels. Payloads are "<tenant>:<version>" for policies and
-// "<tenant>:<cluster>:<namespace>" (namespace "" after an upload) for the
-// namespace inventory.
-const (
-	ChannelPolicies   = "portcullis_policies"
-	ChannelNamespaces = "portcullis_namespaces"
-)
+// ChannelPolicies is the notification channel of policy changes. Payloads
+// are "<tenant>:<version>".
+const ChannelPolicies = "portcullis_policies"
 
-// Store reads and writes policy objects and namespace inventories.
+// Store reads and writes policy objects.
 type Store struct {
 	pool *pgxpool.Pool
 }
