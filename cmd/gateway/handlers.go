@@ -21,8 +21,8 @@ func (m *Main) setupWebhook() {
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
 		},
-		Learn:            m.Namespaces.Learn,
-		LearnTerminating: m.Namespaces.LearnTerminating,
+		Learn:            m.Namespaces.LearnNamespace,
+		LearnTerminating: m.Namespaces.LearnNamespaceTerminating,
 		Recorder:         m.recorder(),
 		Metrics:          webhook.NewMetrics(m.Registry, m.Config.MetricsTenantLabel),
 		Tracer:           m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/webhook"),
@@ -56,6 +56,7 @@ func (m *Main) setupAdminAPI() error {
 		Tokens:       adminauth.NewStore(m.Pool),
 		Tenancy:      m.Tenancy,
 		Policies:     m.Policies,
+		Inventory:    m.Inventory,
 		Audit:        auditlog.NewStore(m.Pool),
 		Decisions:    m.Decisions,
 		Logger:       m.Logger,

@@ -23,6 +23,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/gctune"
+	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/ops"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
@@ -90,9 +91,10 @@ type Main struct {
 	Auth     *tenancy.Authenticator
 
 	// Policies stores policy objects; PolicyCache serves compiled tenant
-	// snapshots to the webhook; Namespaces serves each cluster's namespace
-	// inventory from memory.
-	Policies *policystore.Store
+	// snapshots to the webhook. Inventory stores each cluster's inventory;
+	// Namespaces serves it from memory.
+	Policies  *policystore.Store
+	Inventory *inventory.Store
 	// Recorder receives one decision per webhook request; set it before Run
 	// to capture them (tests), else DecisionRecorder stores them.
 	Recorder decisions.Recorder
@@ -101,7 +103,7 @@ type Main struct {
 	DecisionRecorder *decisions.PGRecorder
 	Decisions        *decisions.Store
 	PolicyCache      *policystore.Cache
-	Namespaces       *policystore.NamespaceCache
+	Namespaces       *inventory.Cache
 	// AdminAPI serves /api/v1 on the admin listener.
 	AdminAPI *api.Server
 

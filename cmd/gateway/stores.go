@@ -11,6 +11,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -82,7 +83,8 @@ func (m *Main) setupPolicies(bg context.Context) error {
 	if err := m.PolicyCache.WarmUp(bg); err != nil {
 		m.Logger.Warn("policy cache not warmed up yet", "error", err)
 	}
-	m.Namespaces, err = policystore.NewNamespaceCache(m.Policies, policystore.NamespaceConfig{
+	m.Inventory = inventory.New(m.Pool)
+	m.Namespaces, err = inventory.NewCache(m.Inventory, inventory.Config{
 		Logger: m.Logger, Registry: m.Registry})
 	if err != nil {
 		return fmt.Errorf("namespace inventory: %w", err)

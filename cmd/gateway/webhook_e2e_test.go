@@ -140,7 +140,7 @@ func (e *e2e) onboard() {
 	applyAll(t, e.m, e.tenant.ID, e2ePolicies)
 	// The cluster's existing namespaces are uploaded at onboarding.
 	def := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{"kubernetes.io/metadata.name": "default"}}}
-	if err := e.m.Policies.ReplaceNamespaces(ctx, e.tenant.ID, e.cluster.ID, []*corev1.Namespace{def}); err != nil {
+	if err := e.m.Inventory.ReplaceNamespaces(ctx, e.tenant.ID, e.cluster.ID, []*corev1.Namespace{def}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitAccepted(e.client, e.token)

@@ -19,7 +19,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/fault"
-	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/pgtext"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
@@ -91,7 +91,7 @@ func (c *call) decode(v any) error {
 	if dec.More() {
 		return badRequest("invalid JSON body: more than one JSON value")
 	}
-	errs, err := policystore.JSONTextErrors(b)
+	errs, err := pgtext.JSONErrors(b)
 	if err != nil {
 		return badRequest("invalid JSON body: %v", err)
 	}

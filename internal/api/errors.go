@@ -10,7 +10,6 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/fault"
-	"github.com/portcullis-dev/portcullis/internal/policystore"
 )
 
 // apiError is an error raised by the API layer itself.
@@ -67,27 +66,14 @@ func unavailable(msg string, err error) *apiError {
 func status(err error) (metav1.Status, bool) {
 	var (
 		ae *apiError
-		te *fault.Error
-		pe *policystore.Error
+		fe *fault.Error
 		de *decisions.Error
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae.status(), ae.code >= 500
-	case errors.As(err, &te):
-		code := te.Code.HTTPStatus()
-		if code >= 500 {
-			return newStatus(code, reasonFor(code), "internal error; it was logged"), true
-		}
-		// Message only: Reason can tell an attacker why a credential failed.
-		st := newStatus(code, reasonFor(code), te.Message)
-		if te.Code == fault.Invalid {
-			st.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: te.Message}}}
-		}
-		return st, false
-	case errors.As(err, &pe):
-		st := *pe.Status()
-		st.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
+	case errors.As(err, &fe):
+		st := fault.Status(fe)
 		return st, st.Code >= 500
 	case errors.As(err, &de):
 		return invalidField(de.Field, "%s", de.Message).status(), false

@@ -16,6 +16,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
@@ -47,13 +48,14 @@ func newEnv(t *testing.T) *env {
 		Tokens:     adminauth.NewStore(pool),
 		Tenancy:    tenancy.NewStore(pool, ca),
 		Policies:   policystore.New(pool),
+		Inventory:  inventory.New(pool),
 		Audit:      auditlog.NewStore(pool),
 		Decisions:  decisions.NewStore(pool),
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		WebhookURL: "https://gateway.example:8443",
 		CABundle:   []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
 	}}
-	e.s.Snapshot, e.s.Namespaces = storeSnapshots(e.s.Policies), storeNamespaces(e.s.Policies)
+	e.s.Snapshot, e.s.Namespaces = storeSnapshots(e.s.Policies), storeNamespaces(e.s.Inventory)
 	e.srv = httptest.NewServer(e.s.Handler())
 	t.Cleanup(e.srv.Close)
 	if e.operator, err = e.s.Tokens.Bootstrap(ctx, "root"); err != nil {

@@ -17,7 +17,7 @@ func (s *Server) listNamespaces(c *call) error {
 	if err != nil {
 		return err
 	}
-	nss, err := s.Policies.ListNamespaces(c.ctx(), c.tenant.ID, cl.ID)
+	nss, err := s.Inventory.ListNamespaces(c.ctx(), c.tenant.ID, cl.ID)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (s *Server) importNamespaces(c *call) error {
 		}
 		nss[i] = ns
 	}
-	if err := s.Policies.ReplaceNamespaces(c.ctx(), c.tenant.ID, cl.ID, nss); err != nil {
+	if err := s.Inventory.ReplaceNamespaces(c.ctx(), c.tenant.ID, cl.ID, nss); err != nil {
 		return err
 	}
 	c.audit(auditlog.Entry{Action: "import", Kind: "NamespaceInventory", Name: cl.Name,

@@ -289,10 +289,12 @@ func (s *Server) deleteObject(c *call) error {
 	if err != nil {
 		return err
 	}
-	v, before, err := s.Policies.DeleteObject(c.ctx(), c.tenant.ID, c.principal.Name, ref, c.query("resourceVersion"), dryRun)
+	res, err := s.Policies.Delete(c.ctx(), c.tenant.ID, c.principal.Name, ref,
+		policystore.DeleteOptions{ResourceVersion: c.query("resourceVersion"), DryRun: dryRun})
 	if err != nil {
 		return err
 	}
+	v, before := res.Tombstone, res.VersionBefore
 	if !dryRun {
 		c.audit(auditlog.Entry{Action: actionDelete, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 			VersionBefore: versionPtr(before), VersionAfter: versionPtr(v.Version),
@@ -430,10 +432,12 @@ func (s *Server) rollback(c *call) error {
 	if req.ToVersion < 1 {
 		return invalidField("toVersion", "is required: a version number as the object's history shows it")
 	}
-	o, before, err := s.Policies.RollbackObject(c.ctx(), c.tenant.ID, c.principal.Name, ref, req.ToVersion, req.ResourceVersion)
+	res, err := s.Policies.Rollback(c.ctx(), c.tenant.ID, c.principal.Name, ref,
+		policystore.RollbackOptions{ToVersion: req.ToVersion, ResourceVersion: req.ResourceVersion})
 	if err != nil {
 		return err
 	}
+	o, before := res.Object, res.VersionBefore
 	c.audit(auditlog.Entry{Action: "rollback", Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
 		VersionBefore: versionPtr(before), VersionAfter: versionPtr(o.ResourceVersion),
 		Detail: map[string]any{"group": o.Group, "toVersion": req.ToVersion}})

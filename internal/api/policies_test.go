@@ -18,6 +18,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/webhook"
@@ -32,7 +33,7 @@ func storeSnapshots(p *policystore.Store) func(context.Context, int64) (*policys
 }
 
 // storeNamespaces reads the inventory from the database on every call.
-func storeNamespaces(p *policystore.Store) func(context.Context, int64, int64) (evaluator.NamespaceLookup, error) {
+func storeNamespaces(p *inventory.Store) func(context.Context, int64, int64) (evaluator.NamespaceLookup, error) {
 	return func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 		nss, err := p.ListNamespaces(ctx, tenantID, clusterID)
 		m := evaluator.NamespaceMap{}
@@ -802,7 +803,7 @@ func TestEvaluateAnswersAsTheWebhook(t *testing.T) {
 	if after := len(e.auditEntries()); after != before {
 		t.Fatalf("evaluate was audited")
 	}
-	ns, err := e.s.Policies.ListNamespaces(context.Background(), e.tenantA.ID, cl.ID)
+	ns, err := e.s.Inventory.ListNamespaces(context.Background(), e.tenantA.ID, cl.ID)
 	if err != nil || len(ns) != 2 {
 		t.Fatalf("evaluate changed the inventory: %d, %v", len(ns), err)
 	}
@@ -813,7 +814,7 @@ func TestEvaluateAnswersAsTheWebhook(t *testing.T) {
 	  "name": "newns", "operation": "CREATE", "userInfo": {"username": "u"},
 	  "object": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "newns", "labels": {"team": "x"}}}}}`)
 	e.evaluate(e.viewerA, "prod", apiv1.EvaluateRequest{Review: nsReview})
-	if ns, _ := e.s.Policies.ListNamespaces(context.Background(), e.tenantA.ID, cl.ID); len(ns) != 2 {
+	if ns, _ := e.s.Inventory.ListNamespaces(context.Background(), e.tenantA.ID, cl.ID); len(ns) != 2 {
 		t.Fatalf("evaluate learned a namespace: %d", len(ns))
 	}
 

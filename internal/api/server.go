@@ -15,6 +15,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -24,7 +25,9 @@ type Server struct {
 	Tokens   *adminauth.Store
 	Tenancy  *tenancy.Store
 	Policies *policystore.Store
-	Audit    *auditlog.Store
+	// Inventory stores each cluster's inventory (its namespaces).
+	Inventory *inventory.Store
+	Audit     *auditlog.Store
 	// Decisions reads the decisions the webhook recorded.
 	Decisions *decisions.Store
 	Logger    *slog.Logger

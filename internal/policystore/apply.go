@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // Apply actions, as kubectl prints them.
@@ -34,32 +36,11 @@ type ApplyOutcome struct {
 	Warnings      []string
 }
 
-// errDryRun rolls back a dry run's transaction once its results are known.
-var errDryRun = errors.New("dry run")
-
-// inTxDry runs fn in a transaction that is rolled back when dryRun, so
-// that a dry run sees exactly what the write would have done.
-func (s *Store) inTxDry(ctx context.Context, dryRun bool, fn func(pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		if dryRun {
-			return errDryRun
-		}
-		return nil
-	})
-	if errors.Is(err, errDryRun) {
-		return nil
-	}
-	return err
-}
-
 // ApplyAll creates or updates every document (one YAML or JSON object each)
 // in one transaction: if any is refused, nothing is written. Each document
-// is validated as Apply validates it; a refusal is one EINVALID error whose
-// causes name every bad field as documents[i].<field>, with the object's
-// kind and name in the message. A document that repeats an object of an
+// is validated as Apply validates it; a refusal is one fault.Invalid error
+// whose causes name every bad field as documents[i].<field>, with the
+// object's kind and name in the message. A document that repeats an object of an
 // earlier one is refused too: its result would depend on the order.
 //
 // With dryRun the same transaction runs and is rolled back, so the
@@ -125,23 +106,9 @@ func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, doc
 	return out, version, nil
 }
 
-// lockHead locks the tenant's head row, creating it at version 0 on first
-// use, and returns the current version.
-func lockHead(ctx context.Context, tx pgx.Tx, tenantID int64) (int64, error) {
-	var v int64
-	err := tx.QueryRow(ctx, `INSERT INTO policy_heads AS h (tenant_id, version) VALUES ($1, 0)
-		ON CONFLICT (tenant_id) DO UPDATE SET version = h.version
-		RETURNING version`, tenantID).Scan(&v)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
-		return 0, &Error{Code: ENOTFOUND, Err: err, Message: fmt.Sprintf("tenant %d not found", tenantID)}
-	}
-	return v, err
-}
-
 // inDocument says which document a write error is about.
 func inDocument(err error, list string, i int) error {
-	var e *Error
+	var e *fault.Error
 	if !errors.As(err, &e) {
 		return err
 	}
@@ -195,39 +162,39 @@ func decodeAll(list string, docs [][]byte) ([]*decoded, []string, error) {
 	var (
 		ds      = make([]*decoded, len(docs))
 		rvs     = make([]string, len(docs))
-		causes  field.ErrorList
+		causes  []metav1.StatusCause
 		objects []string
 		seen    = map[Ref]int{}
 	)
-	add := func(i int, label string, errs field.ErrorList) {
-		for _, fe := range errs {
-			c := *fe
-			c.Field = fmt.Sprintf("%s[%d]", list, i)
-			if fe.Field != "" {
-				c.Field += "." + fe.Field
+	add := func(i int, label string, cs []metav1.StatusCause) {
+		for _, c := range cs {
+			at := fmt.Sprintf("%s[%d]", list, i)
+			if c.Field != "" {
+				at += "." + c.Field
 			}
-			causes = append(causes, &c)
+			c.Field = at
+			causes = append(causes, c)
 			objects = append(objects, label)
 		}
 	}
 	for i, doc := range docs {
 		d, rv, err := decode(doc)
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || e.Code != EINVALID {
+			var e *fault.Error
+			if !errors.As(err, &e) || e.Code != fault.Invalid {
 				return nil, nil, err
 			}
-			add(i, objectLabel(e.GroupKind, e.Name), e.Causes)
+			add(i, objectLabel(schema.GroupKind{Group: e.Group, Kind: e.Kind}, e.Name), e.Causes)
 			continue
 		}
 		label := objectLabel(d.gvk.GroupKind(), d.ref.Name)
 		if errs := checkExpressions(d); len(errs) > 0 {
-			add(i, label, errs)
+			add(i, label, fieldCauses(errs))
 			continue
 		}
 		if j, dup := seen[d.ref]; dup {
-			add(i, label, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), d.ref.Name,
-				fmt.Sprintf("the same object as %s[%d]; give each object once", list, j))})
+			add(i, label, fieldCauses(field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), d.ref.Name,
+				fmt.Sprintf("the same object as %s[%d]; give each object once", list, j))}))
 			continue
 		}
 		seen[d.ref] = i
@@ -238,20 +205,23 @@ func decodeAll(list string, docs [][]byte) ([]*decoded, []string, error) {
 	}
 	parts := make([]string, len(causes))
 	for i, c := range causes {
-		parts[i] = c.Field + ": " + c.ErrorBody()
+		parts[i] = c.Field + ": " + c.Message
 		if objects[i] != "" {
 			parts[i] = objects[i] + " " + parts[i]
+			// The cause's field only gives the object's index: its
+			// message names the object too.
+			causes[i].Message = objects[i] + ": " + c.Message
 		}
 	}
 	verb, n := "are", countObjects(causes)
 	if n == 1 {
 		verb = "is"
 	}
-	return nil, nil, &Error{Code: EINVALID, Causes: causes, causeObjects: objects,
+	return nil, nil, &fault.Error{Code: fault.Invalid, Causes: causes,
 		Message: fmt.Sprintf("%d of the %d %s %s invalid; nothing was written: %s", n, len(docs), list, verb, strings.Join(parts, "; "))}
 }
 
-func countObjects(causes field.ErrorList) int {
+func countObjects(causes []metav1.StatusCause) int {
 	n := map[string]bool{}
 	for _, c := range causes {
 		idx, _, _ := strings.Cut(c.Field, "]")
@@ -324,26 +294,4 @@ func (s *Store) CandidateSnapshot(ctx context.Context, tenantID int64, candidate
 		return nil, err
 	}
 	return &Snapshot{TenantID: tenantID, Version: version, Compiled: compiled, LoadedAt: time.Now()}, nil
-}
-
-// StoredKind is a group and kind the tenant has stored. Live is false when
-// every object of it is deleted (its history stays readable).
-type StoredKind struct {
-	schema.GroupKind
-	Live bool
-}
-
-// Kinds returns every group and kind the tenant has stored, deleted
-// objects included, sorted.
-func (s *Store) Kinds(ctx context.Context, tenantID int64) ([]StoredKind, error) {
-	rows, err := s.pool.Query(ctx, `SELECT api_group, kind, bool_or(NOT deleted) FROM policy_objects
-		WHERE tenant_id = $1 GROUP BY api_group, kind ORDER BY api_group, kind`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredKind, error) {
-		var k StoredKind
-		err := row.Scan(&k.Group, &k.Kind, &k.Live)
-		return k, err
-	})
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
@@ -35,7 +36,7 @@ func TestApplyAll(t *testing.T) {
 	if v, _ := s.TenantVersion(ctx, tenant); v != 0 {
 		t.Fatalf("a dry run wrote version %d", v)
 	}
-	if _, err := s.Get(ctx, tenant, refVAP); ErrorCode(err) != ENOTFOUND {
+	if _, err := s.Get(ctx, tenant, refVAP); fault.ErrorCode(err) != fault.NotFound {
 		t.Fatalf("a dry run stored the policy: %v", err)
 	}
 	out, v, err := s.ApplyAll(ctx, tenant, "alice", docs(string(vap(5)), bindingYAML, limitsParam), false)
@@ -63,7 +64,7 @@ func TestApplyAll(t *testing.T) {
 	// A conflict in any document writes nothing, and names the document.
 	stale := strings.Replace(string(vap(9)), "  name: max-replicas\n", "  name: max-replicas\n  resourceVersion: \"7\"\n", 1)
 	_, _, err = s.ApplyAll(ctx, tenant, "carol", docs(strings.Replace(limitsParam, `"3"`, `"5"`, 1), stale), false)
-	if ErrorCode(err) != ECONFLICT || !strings.HasPrefix(err.Error(), "documents[1]: ") {
+	if fault.ErrorCode(err) != fault.Conflict || !strings.HasPrefix(err.Error(), "documents[1]: ") {
 		t.Fatalf("stale document: %v", err)
 	}
 	if v, _ := s.TenantVersion(ctx, tenant); v != 4 {
@@ -94,11 +95,11 @@ func TestApplyAllRefusesEveryBadDocument(t *testing.T) {
 	webhookCfg := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: w}\n"
 	badCEL := strings.Replace(string(vap(5)), "object.spec.replicas <= 5", "object.spec.replicas <=", 1)
 	_, _, err := s.ApplyAll(ctx, tenant, "alice", docs(limitsParam, typo, alpha, webhookCfg, badCEL, limitsParam), false)
-	e, ok := err.(*Error)
-	if !ok || e.Code != EINVALID {
+	e, ok := err.(*fault.Error)
+	if !ok || e.Code != fault.Invalid {
 		t.Fatalf("err = %v", err)
 	}
-	st := e.Status()
+	st := fault.Status(err)
 	if st.Code != 422 || st.Details == nil {
 		t.Fatalf("status = %+v", st)
 	}
@@ -127,12 +128,12 @@ func TestApplyAllRefusesEveryBadDocument(t *testing.T) {
 	if v, _ := s.TenantVersion(ctx, tenant); v != 0 {
 		t.Fatalf("a refused apply wrote version %d", v)
 	}
-	if _, _, err := s.ApplyAll(ctx, tenant+1000, "alice", docs(limitsParam), false); ErrorCode(err) != ENOTFOUND {
+	if _, _, err := s.ApplyAll(ctx, tenant+1000, "alice", docs(limitsParam), false); fault.ErrorCode(err) != fault.NotFound {
 		t.Fatalf("an unknown tenant: %v", err)
 	}
 	// The single-object Apply refuses the typo too, instead of storing a
 	// param.
-	if _, err := s.Apply(ctx, tenant, "alice", []byte(typo)); ErrorCode(err) != EINVALID {
+	if _, err := s.Apply(ctx, tenant, "alice", []byte(typo)); fault.ErrorCode(err) != fault.Invalid {
 		t.Fatalf("Apply(typo) = %v", err)
 	}
 }
@@ -168,7 +169,7 @@ func TestCandidateSnapshotAndDryRunDelete(t *testing.T) {
 	if err != nil || !allowed(alone) || alone.Compiled.Stats().Bindings != 0 {
 		t.Fatalf("replace: %v", err)
 	}
-	if _, err := s.CandidateSnapshot(ctx, tenant, docs(bindingYAML, "kind: Nothing\n"), false); ErrorCode(err) != EINVALID ||
+	if _, err := s.CandidateSnapshot(ctx, tenant, docs(bindingYAML, "kind: Nothing\n"), false); fault.ErrorCode(err) != fault.Invalid ||
 		!strings.Contains(err.Error(), "objects[1].apiVersion") {
 		t.Fatalf("bad candidate: %v", err)
 	}
@@ -176,14 +177,14 @@ func TestCandidateSnapshotAndDryRunDelete(t *testing.T) {
 		t.Fatalf("candidates were written: version %d", v)
 	}
 
-	tomb, before, err := s.DeleteObject(ctx, tenant, "bob", refVAP, "1", true)
-	if err != nil || tomb.Version != 3 || before != 1 {
-		t.Fatalf("dry-run delete = %+v %d %v", tomb, before, err)
+	del, err := s.Delete(ctx, tenant, "bob", refVAP, DeleteOptions{ResourceVersion: "1", DryRun: true})
+	if err != nil || del.Tombstone.Version != 3 || del.VersionBefore != 1 {
+		t.Fatalf("dry-run delete = %+v %d %v", del.Tombstone, del.VersionBefore, err)
 	}
 	if _, err := s.Get(ctx, tenant, refVAP); err != nil {
 		t.Fatalf("a dry-run delete deleted: %v", err)
 	}
-	if _, _, err := s.DeleteObject(ctx, tenant, "bob", refVAP, "2", true); ErrorCode(err) != ECONFLICT {
+	if _, err := s.Delete(ctx, tenant, "bob", refVAP, DeleteOptions{ResourceVersion: "2", DryRun: true}); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("dry-run delete with a stale version: %v", err)
 	}
 }

@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // replica is one gateway's view: its own pool, listener and cache on the
@@ -51,21 +53,8 @@ func startReplica(t *testing.T, url string, cfg CacheConfig, subscribe bool) *re
 	}
 	wg.Go(func() { _ = r.cache.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	eventually(t, "cache ready", func() bool { return r.cache.Ready() == nil })
+	testutil.Eventually(t, 0, "cache ready", func() bool { return r.cache.Ready() == nil })
 	return r
-}
-
-// eventually polls cond; the generous limit is not a timing assertion, only
-// a bound on a hung test.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
@@ -171,7 +160,7 @@ func TestWritePropagatesToOtherReplica(t *testing.T) {
 		}
 	}
 	// Each listener resyncs once when it connects; count from there.
-	eventually(t, "B's listener to connect", func() bool {
+	testutil.Eventually(t, 0, "B's listener to connect", func() bool {
 		return counter(t, b.reg, "portcullis_policy_cache_resyncs_total") >= 1
 	})
 	resyncs := counter(t, b.reg, "portcullis_policy_cache_resyncs_total")
@@ -182,15 +171,15 @@ func TestWritePropagatesToOtherReplica(t *testing.T) {
 	if _, err := a.store.Apply(ctx, tenant, "alice", vap(10)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to enforce the new version", func() bool {
+	testutil.Eventually(t, 0, "B to enforce the new version", func() bool {
 		s, err := b.cache.Snapshot(ctx, tenant)
 		return err == nil && s.Version == 3 && allowed(t, s, 5)
 	})
 	// A delete propagates the same way: no policy, everything allowed.
-	if _, err := a.store.Delete(ctx, tenant, "alice", refVAP, ""); err != nil {
+	if _, err := a.store.Delete(ctx, tenant, "alice", refVAP, DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to drop the deleted policy", func() bool {
+	testutil.Eventually(t, 0, "B to drop the deleted policy", func() bool {
 		s, err := b.cache.Snapshot(ctx, tenant)
 		return err == nil && s.Version == 4 && allowed(t, s, 50)
 	})
@@ -216,7 +205,7 @@ func TestLostNotificationHealedByResync(t *testing.T) {
 	if _, err := r.store.Apply(ctx, tenant, "alice", vap(4)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "resync to load version 2", func() bool {
+	testutil.Eventually(t, 0, "resync to load version 2", func() bool {
 		s, err := r.cache.Snapshot(ctx, tenant)
 		return err == nil && s.Version == 2
 	})
@@ -247,7 +236,7 @@ func TestServesStaleDuringOutageAndColdIs503(t *testing.T) {
 			pgtest.StartServer(t)
 		}
 	}()
-	eventually(t, "the cache to notice the outage", func() bool { return r.cache.Staleness() > 0 })
+	testutil.Eventually(t, 0, "the cache to notice the outage", func() bool { return r.cache.Staleness() > 0 })
 	for i := range 20 {
 		s, err := r.cache.Snapshot(ctx, warm)
 		if err != nil || s != before {
@@ -269,12 +258,12 @@ func TestServesStaleDuringOutageAndColdIs503(t *testing.T) {
 	// A tenant with no snapshot is refused, never served an empty set.
 	for range 3 {
 		_, err = r.cache.Snapshot(ctx, cold)
-		var e *Error
-		if !errors.As(err, &e) || e.Code != EUNAVAILABLE || !errors.Is(err, ErrColdUnavailable) {
+		var e *fault.Error
+		if !errors.As(err, &e) || e.Code != fault.Unavailable || !errors.Is(err, ErrColdUnavailable) {
 			t.Fatalf("cold tenant during outage: %v", err)
 		}
-		if e.Status().Code != 503 {
-			t.Fatalf("status = %d", e.Status().Code)
+		if fault.Status(err).Code != 503 {
+			t.Fatalf("status = %d", fault.Status(err).Code)
 		}
 	}
 	if n := counter(t, r.reg, "portcullis_policy_cache_cold_unavailable_total"); n != 3 {
@@ -283,7 +272,7 @@ func TestServesStaleDuringOutageAndColdIs503(t *testing.T) {
 
 	pgtest.StartServer(t)
 	restarted = true
-	eventually(t, "the cache to reach the database again", func() bool { return r.cache.Staleness() == 0 })
+	testutil.Eventually(t, 0, "the cache to reach the database again", func() bool { return r.cache.Staleness() == 0 })
 	if _, err := r.cache.Snapshot(ctx, cold); err != nil {
 		t.Fatalf("cold tenant after the outage: %v", err)
 	}
@@ -291,7 +280,7 @@ func TestServesStaleDuringOutageAndColdIs503(t *testing.T) {
 	if _, err := r.store.Apply(ctx, warm, "alice", vap(10)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the change after the outage", func() bool {
+	testutil.Eventually(t, 0, "the change after the outage", func() bool {
 		s, err := r.cache.Snapshot(ctx, warm)
 		return err == nil && s.Version == 3 && allowed(t, s, 5)
 	})
@@ -353,7 +342,7 @@ func TestWarmUpLoadsRecentlyServedTenants(t *testing.T) {
 	if _, err := first.cache.Snapshot(ctx, served); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the served tenant to be recorded", func() bool {
+	testutil.Eventually(t, 0, "the served tenant to be recorded", func() bool {
 		ids, err := first.store.RecentTenantsAll(ctx, time.Hour, 10)
 		return err == nil && len(ids) == 1 && ids[0] == served
 	})
@@ -387,7 +376,7 @@ func TestNotReadyUntilDatabaseReached(t *testing.T) {
 		t.Fatal("ready without ever reaching the database")
 	}
 	_, err = c.Snapshot(context.Background(), 1)
-	if ErrorCode(err) != EUNAVAILABLE {
+	if fault.ErrorCode(err) != fault.Unavailable {
 		t.Fatalf("cold request = %v, want unavailable", err)
 	}
 	cancel()

@@ -26,18 +26,6 @@ func newTenant(t testing.TB, pool *pgxpool.Pool) int64 {
 	return id
 }
 
-// newCluster inserts a cluster row of the tenant and returns its id.
-func newCluster(t testing.TB, pool *pgxpool.Pool, tenantID int64) int64 {
-	t.Helper()
-	var id int64
-	name := fmt.Sprintf("c%d", tenantSeq.Add(1))
-	if err := pool.QueryRow(context.Background(), `INSERT INTO clusters (tenant_id, name) VALUES ($1, $2) RETURNING id`,
-		tenantID, name).Scan(&id); err != nil {
-		t.Fatalf("insert cluster: %v", err)
-	}
-	return id
-}
-
 const vapYAML = `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata:
@@ -67,5 +55,3 @@ spec:
 `
 
 func vap(max int) []byte { return []byte(fmt.Sprintf(vapYAML, max)) }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-dev/portcullis/internal/pgtext"
 )
 
 // GroupAdmission is the API group of the policy kinds.
@@ -85,8 +88,8 @@ var serverMetadata = []string{"uid", "resourceVersion", "generation", "creationT
 func decode(data []byte) (*decoded, string, error) {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, "", &Error{Code: EINVALID, Message: "invalid object: " + err.Error(),
-			Causes: field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}}
+		return nil, "", invalidInput("invalid object: "+err.Error(),
+			field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())})
 	}
 	var raw map[string]any
 	if err := json.Unmarshal(js, &raw); err != nil || raw == nil {
@@ -94,11 +97,10 @@ func decode(data []byte) (*decoded, string, error) {
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		return nil, "", &Error{Code: EINVALID, Message: "invalid object: " + msg,
-			Causes: field.ErrorList{field.Invalid(field.NewPath(""), nil, msg)}}
+		return nil, "", invalidInput("invalid object: "+msg, field.ErrorList{field.Invalid(field.NewPath(""), nil, msg)})
 	}
 	u := &unstructured.Unstructured{Object: raw}
-	if errs := TextErrors(nil, raw); len(errs) > 0 {
+	if errs := pgtext.Errors(nil, raw); len(errs) > 0 {
 		return nil, "", invalid(u.GroupVersionKind().GroupKind(), u.GetName(), errs)
 	}
 	gvk := u.GroupVersionKind()
@@ -128,7 +130,7 @@ func decode(data []byte) (*decoded, string, error) {
 			field.NotSupported(field.NewPath("kind"), gvk.Kind, policyKindNames)})
 	}
 	if versions, ok := supportedVersions[gk]; ok {
-		if !contains(versions, gvk.Version) {
+		if !slices.Contains(versions, gvk.Version) {
 			return nil, "", invalid(gk, u.GetName(), field.ErrorList{
 				field.NotSupported(field.NewPath("apiVersion"), apiVersion, prefixAll(gk.Group+"/", versions))})
 		}
@@ -270,15 +272,6 @@ func fieldPath(p string) *field.Path {
 		return field.NewPath("")
 	}
 	return path
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func prefixAll(prefix string, list []string) []string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
@@ -41,7 +42,7 @@ func TestWriteVersionConflictRollbackTombstone(t *testing.T) {
 	}
 	// The same stale resourceVersion again conflicts, and changes nothing.
 	_, err = s.Apply(ctx, tenant, "carol", []byte(strings.Replace(withRV, "<= 10", "<= 11", 1)))
-	if ErrorCode(err) != ECONFLICT {
+	if fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("stale update: err=%v, want conflict", err)
 	}
 	if v, _ := s.TenantVersion(ctx, tenant); v != 2 {
@@ -53,39 +54,47 @@ func TestWriteVersionConflictRollbackTombstone(t *testing.T) {
 	}
 
 	// Rollback to version 1: a new version (4) equal to version 1.
-	o4, err := s.Rollback(ctx, tenant, "dave", refVAP, 1, "")
+	r4, err := s.Rollback(ctx, tenant, "dave", refVAP, RollbackOptions{ToVersion: 1})
 	if err != nil {
 		t.Fatalf("rollback: %v", err)
+	}
+	o4 := r4.Object
+	if r4.VersionBefore != 3 {
+		t.Fatalf("rollback: version before = %d, want 3", r4.VersionBefore)
 	}
 	if o4.ResourceVersion != 4 || !strings.Contains(mustJSON(t, o4.Object), "object.spec.replicas \\u003c= 5") &&
 		!strings.Contains(mustJSON(t, o4.Object), "object.spec.replicas <= 5") {
 		t.Fatalf("rollback: rv=%d obj=%s", o4.ResourceVersion, mustJSON(t, o4.Object))
 	}
 	// Rollback with a stale precondition conflicts.
-	if _, err := s.Rollback(ctx, tenant, "dave", refVAP, 2, "3"); ErrorCode(err) != ECONFLICT {
+	if _, err := s.Rollback(ctx, tenant, "dave", refVAP, RollbackOptions{ToVersion: 2, ResourceVersion: "3"}); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("stale rollback: err=%v, want conflict", err)
 	}
 
 	// Delete with a stale precondition conflicts; with the right one it
 	// writes a tombstone.
-	if _, err := s.Delete(ctx, tenant, "erin", refVAP, "2"); ErrorCode(err) != ECONFLICT {
+	if _, err := s.Delete(ctx, tenant, "erin", refVAP, DeleteOptions{ResourceVersion: "2"}); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("stale delete: err=%v, want conflict", err)
 	}
-	tomb, err := s.Delete(ctx, tenant, "erin", refVAP, "4")
+	del, err := s.Delete(ctx, tenant, "erin", refVAP, DeleteOptions{ResourceVersion: "4"})
 	if err != nil {
 		t.Fatalf("delete: %v", err)
+	}
+	tomb := del.Tombstone
+	if del.VersionBefore != 4 {
+		t.Fatalf("delete: version before = %d, want 4", del.VersionBefore)
 	}
 	if tomb.Version != 5 || tomb.Operation != OpDelete || tomb.Object != nil {
 		t.Fatalf("tombstone = %+v", tomb)
 	}
-	if _, err := s.Get(ctx, tenant, refVAP); ErrorCode(err) != ENOTFOUND {
+	if _, err := s.Get(ctx, tenant, refVAP); fault.ErrorCode(err) != fault.NotFound {
 		t.Fatalf("get after delete: err=%v, want not found", err)
 	}
-	if _, err := s.Delete(ctx, tenant, "erin", refVAP, ""); ErrorCode(err) != ENOTFOUND {
+	if _, err := s.Delete(ctx, tenant, "erin", refVAP, DeleteOptions{}); fault.ErrorCode(err) != fault.NotFound {
 		t.Fatalf("second delete: err=%v, want not found", err)
 	}
 	// An update that names a resourceVersion cannot resurrect a deleted object.
-	if _, err := s.Apply(ctx, tenant, "bob", []byte(withRV)); ErrorCode(err) != ECONFLICT {
+	if _, err := s.Apply(ctx, tenant, "bob", []byte(withRV)); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("update of deleted: err=%v, want conflict", err)
 	}
 
@@ -109,14 +118,18 @@ func TestWriteVersionConflictRollbackTombstone(t *testing.T) {
 	if err != nil || !strings.Contains(mustJSON(t, v2.Object), "10") {
 		t.Fatalf("version 2: %v %v", v2, err)
 	}
-	if _, err := s.Rollback(ctx, tenant, "x", refVAP, 5, ""); ErrorCode(err) != EINVALID {
+	if _, err := s.Rollback(ctx, tenant, "x", refVAP, RollbackOptions{ToVersion: 5}); fault.ErrorCode(err) != fault.Invalid {
 		t.Fatalf("rollback to tombstone: err=%v, want invalid", err)
 	}
 
 	// Rolling back a deleted object recreates it with a new uid.
-	o7, err := s.Rollback(ctx, tenant, "frank", refVAP, 2, "")
+	r7, err := s.Rollback(ctx, tenant, "frank", refVAP, RollbackOptions{ToVersion: 2})
 	if err != nil {
 		t.Fatalf("rollback after delete: %v", err)
+	}
+	o7 := r7.Object
+	if r7.VersionBefore != 0 {
+		t.Fatalf("rollback after delete: version before = %d, want 0", r7.VersionBefore)
 	}
 	if o7.UID == o1.UID || o7.Generation != 1 || o7.ResourceVersion != 6 {
 		t.Fatalf("recreated: uid=%q gen=%d rv=%d", o7.UID, o7.Generation, o7.ResourceVersion)
@@ -143,13 +156,13 @@ func TestTenantIsolationAndNotFound(t *testing.T) {
 		{"get of another tenant's object", func() error { _, err := s.Get(ctx, b, refVAP); return err }()},
 		{"history of another tenant's object", func() error { _, err := s.History(ctx, b, refVAP); return err }()},
 		{"version of another tenant's object", func() error { _, err := s.GetVersion(ctx, b, refVAP, 1); return err }()},
-		{"delete of another tenant's object", func() error { _, err := s.Delete(ctx, b, "x", refVAP, ""); return err }()},
-		{"rollback of another tenant's object", func() error { _, err := s.Rollback(ctx, b, "x", refVAP, 1, ""); return err }()},
+		{"delete of another tenant's object", func() error { _, err := s.Delete(ctx, b, "x", refVAP, DeleteOptions{}); return err }()},
+		{"rollback of another tenant's object", func() error { _, err := s.Rollback(ctx, b, "x", refVAP, RollbackOptions{ToVersion: 1}); return err }()},
 		{"write for a tenant that does not exist", func() error { _, err := s.Apply(ctx, 999999, "x", vap(1)); return err }()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if ErrorCode(tt.err) != ENOTFOUND {
+			if fault.ErrorCode(tt.err) != fault.NotFound {
 				t.Fatalf("err = %v, want not found", tt.err)
 			}
 		})
@@ -214,7 +227,7 @@ func TestParamsAndList(t *testing.T) {
 	if err != nil || o.APIVersion != "example.com/v2" || o.ResourceVersion != 6 {
 		t.Fatalf("param: %+v %v", o, err)
 	}
-	if _, err := s.List(ctx, tenant, ListOptions{LabelSelector: "env in (("}); ErrorCode(err) != EINVALID {
+	if _, err := s.List(ctx, tenant, ListOptions{LabelSelector: "env in (("}); fault.ErrorCode(err) != fault.Invalid {
 		t.Fatalf("bad selector: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package policystore
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -117,11 +118,7 @@ func validateVAPSpec(s *admissionv1.ValidatingAdmissionPolicySpec, p *field.Path
 		if v.Reason != nil {
 			allowed := []metav1.StatusReason{metav1.StatusReasonUnauthorized, metav1.StatusReasonForbidden,
 				metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge}
-			ok := false
-			for _, a := range allowed {
-				ok = ok || *v.Reason == a
-			}
-			if !ok {
+			if !slices.Contains(allowed, *v.Reason) {
 				errs = append(errs, field.NotSupported(vp.Child("reason"), *v.Reason, allowed))
 			}
 		}
@@ -341,28 +338,24 @@ func validateNamedRule(r *admissionv1.NamedRuleWithOperations, p *field.Path, mu
 	if len(r.Operations) == 0 {
 		errs = append(errs, field.Required(p.Child("operations"), ""))
 	}
-	if len(r.Operations) > 1 && contains(opStrings(r.Operations), "*") {
+	if len(r.Operations) > 1 && slices.Contains(r.Operations, admissionv1.OperationAll) {
 		errs = append(errs, field.Invalid(p.Child("operations"), r.Operations, "if '*' is present, must not specify other operations"))
 	}
 	for i, op := range r.Operations {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || op == a
-		}
-		if !ok {
+		if !slices.Contains(allowed, op) {
 			errs = append(errs, field.NotSupported(p.Child("operations").Index(i), op, allowed))
 		}
 	}
 	if len(r.APIGroups) == 0 {
 		errs = append(errs, field.Required(p.Child("apiGroups"), ""))
 	}
-	if len(r.APIGroups) > 1 && contains(r.APIGroups, "*") {
+	if len(r.APIGroups) > 1 && slices.Contains(r.APIGroups, "*") {
 		errs = append(errs, field.Invalid(p.Child("apiGroups"), r.APIGroups, "if '*' is present, must not specify other API groups"))
 	}
 	if len(r.APIVersions) == 0 {
 		errs = append(errs, field.Required(p.Child("apiVersions"), ""))
 	}
-	if len(r.APIVersions) > 1 && contains(r.APIVersions, "*") {
+	if len(r.APIVersions) > 1 && slices.Contains(r.APIVersions, "*") {
 		errs = append(errs, field.Invalid(p.Child("apiVersions"), r.APIVersions, "if '*' is present, must not specify other API versions"))
 	}
 	for i, v := range r.APIVersions {
@@ -386,14 +379,6 @@ func validateNamedRule(r *admissionv1.NamedRuleWithOperations, p *field.Path, mu
 			[]admissionv1.ScopeType{admissionv1.AllScopes, admissionv1.ClusterScope, admissionv1.NamespacedScope}))
 	}
 	return errs
-}
-
-func opStrings(ops []admissionv1.OperationType) []string {
-	out := make([]string, len(ops))
-	for i, o := range ops {
-		out[i] = string(o)
-	}
-	return out
 }
 
 func validateFailurePolicy(fp *admissionv1.FailurePolicyType, p *field.Path) field.ErrorList {

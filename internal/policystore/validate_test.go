@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
@@ -85,11 +86,11 @@ func TestInvalidObjectsNameEachField(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Apply(context.Background(), tenant, "alice", []byte(tt.doc))
-			e, ok := err.(*Error)
-			if !ok || e.Code != EINVALID {
+			e, ok := err.(*fault.Error)
+			if !ok || e.Code != fault.Invalid {
 				t.Fatalf("err = %v, want invalid", err)
 			}
-			st := e.Status()
+			st := fault.Status(err)
 			if st.Code != 422 || st.Reason != "Invalid" {
 				t.Fatalf("status %d %s", st.Code, st.Reason)
 			}

@@ -37,7 +37,7 @@ type Handler struct {
 	// Authenticate returns the caller's identity or a *fault.Error.
 	Authenticate func(r *http.Request) (tenancy.Identity, error)
 	// Snapshot returns the tenant's compiled policies. An error with
-	// policystore code EUNAVAILABLE (cold and the database away) gives 503,
+	// code fault.Unavailable (cold and the database away) gives 503,
 	// so that the apiserver's failurePolicy for the webhook decides.
 	Snapshot func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error)
 	// Namespaces returns the cluster's namespace inventory. On error the
@@ -199,7 +199,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	snap, err := h.Snapshot(stepCtx, id.TenantID)
 	if err != nil {
 		endStep(step, err)
-		if policystore.ErrorCode(err) == policystore.EUNAVAILABLE {
+		if fault.ErrorCode(err) == fault.Unavailable {
 			h.Metrics.coldUnavailable.Inc()
 			h.fail(w, d, http.StatusServiceUnavailable, "the policies of this tenant are not loaded on this replica and the policy database is unreachable; the apiserver's failurePolicy for this webhook applies")
 			return

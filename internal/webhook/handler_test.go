@@ -413,7 +413,7 @@ func TestNamespaceLearning(t *testing.T) {
 func TestColdAndUnreachableAnswers503(t *testing.T) {
 	f := newFixture(t)
 	f.h.Snapshot = func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error) {
-		return nil, &policystore.Error{Code: policystore.EUNAVAILABLE, Message: "down", Err: errors.New("connection refused")}
+		return nil, &fault.Error{Code: fault.Unavailable, Message: "down", Err: errors.New("connection refused")}
 	}
 	req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
 	req.Header.Set("Content-Type", "application/json")

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/portcullis-dev/portcullis/internal/database"
+	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/pglocal"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
@@ -130,7 +131,7 @@ func newFixture(t *testing.T) *fixture {
 			Labels:            map[string]string{"kubernetes.io/metadata.name": name},
 		}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
 	}
-	if err := ps.ReplaceNamespaces(ctx, tn.ID, cl.ID, nss); err != nil {
+	if err := inventory.New(pool).ReplaceNamespaces(ctx, tn.ID, cl.ID, nss); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,4 +1,6 @@
-package policystore
+// Package pgtext finds the text PostgreSQL cannot store, so that the
+// stores can refuse it as invalid input instead of failing the write.
+package pgtext
 
 import (
 	"bytes"
@@ -8,12 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// TextErrors returns a field error for every string (key or value) in v, a
+// Errors returns a field error for every string (key or value) in v, a
 // value decoded from JSON, that holds a NUL character. PostgreSQL stores
 // neither text nor jsonb with one, so such input must be refused as
 // invalid rather than fail the write. (encoding/json has already replaced
 // invalid UTF-8 with U+FFFD.)
-func TextErrors(path *field.Path, v any) field.ErrorList {
+func Errors(path *field.Path, v any) field.ErrorList {
 	var errs field.ErrorList
 	switch v := v.(type) {
 	case string:
@@ -30,20 +32,20 @@ func TextErrors(path *field.Path, v any) field.ErrorList {
 				errs = append(errs, field.Invalid(at, field.OmitValueType{}, "a key must not contain a NUL character"))
 				continue
 			}
-			errs = append(errs, TextErrors(path.Child(k), e)...)
+			errs = append(errs, Errors(path.Child(k), e)...)
 		}
 	case []any:
 		for i, e := range v {
-			errs = append(errs, TextErrors(path.Index(i), e)...)
+			errs = append(errs, Errors(path.Index(i), e)...)
 		}
 	}
 	return errs
 }
 
-// JSONTextErrors is TextErrors for a JSON document. In JSON a NUL can only
+// JSONErrors is Errors for a JSON document. In JSON a NUL can only
 // be written as the escape \u0000, so a document without it is decoded no
 // further.
-func JSONTextErrors(js []byte) (field.ErrorList, error) {
+func JSONErrors(js []byte) (field.ErrorList, error) {
 	if !bytes.Contains(js, []byte(`\u0000`)) {
 		return nil, nil
 	}
@@ -51,5 +53,5 @@ func JSONTextErrors(js []byte) (field.ErrorList, error) {
 	if err := json.Unmarshal(js, &generic); err != nil {
 		return nil, err
 	}
-	return TextErrors(nil, generic), nil
+	return Errors(nil, generic), nil
 }

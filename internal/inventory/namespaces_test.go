@@ -1,4 +1,4 @@
-package policystore
+package inventory
 
 import (
 	"context"
@@ -6,11 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 func ns(name string, labels map[string]string) *corev1.Namespace {
@@ -28,8 +32,8 @@ func TestNamespaceInventoryStore(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := newTenant(t, pool)
-	cluster, other := newCluster(t, pool, tenant), newCluster(t, pool, tenant)
+	tenant := insertTenant(t, pool)
+	cluster, other := insertCluster(t, pool, tenant), insertCluster(t, pool, tenant)
 
 	if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod"}), ns("dev", nil)}); err != nil {
 		t.Fatal(err)
@@ -67,7 +71,7 @@ func TestNamespaceInventoryStore(t *testing.T) {
 			return nil
 		}},
 		{"terminating an unknown namespace is not found", func() error {
-			if err := s.MarkNamespaceTerminating(ctx, tenant, cluster, "nope", time.Now()); ErrorCode(err) != ENOTFOUND {
+			if err := s.MarkNamespaceTerminating(ctx, tenant, cluster, "nope", time.Now()); fault.ErrorCode(err) != fault.NotFound {
 				return errorf("err = %v", err)
 			}
 			return nil
@@ -79,8 +83,8 @@ func TestNamespaceInventoryStore(t *testing.T) {
 			return nil
 		}},
 		{"another tenant cannot write to the cluster", func() error {
-			t2 := newTenant(t, pool)
-			if err := s.UpsertNamespace(ctx, t2, cluster, ns("x", nil)); ErrorCode(err) != ENOTFOUND {
+			t2 := insertTenant(t, pool)
+			if err := s.UpsertNamespace(ctx, t2, cluster, ns("x", nil)); fault.ErrorCode(err) != fault.NotFound {
 				return errorf("err = %v", err)
 			}
 			return nil
@@ -97,8 +101,8 @@ func TestNamespaceInventoryStore(t *testing.T) {
 		}},
 		{"an upload with a bad name is refused with its path", func() error {
 			err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("ok", nil), ns("Bad_Name", nil), ns("ok", nil)})
-			e, _ := err.(*Error)
-			if e == nil || e.Code != EINVALID || len(e.Causes) != 2 || e.Causes[0].Field != "items[1].metadata.name" ||
+			e, _ := err.(*fault.Error)
+			if e == nil || e.Code != fault.Invalid || len(e.Causes) != 2 || e.Causes[0].Field != "items[1].metadata.name" ||
 				e.Causes[1].Field != "items[2].metadata.name" {
 				return errorf("err = %#v", err)
 			}
@@ -119,9 +123,9 @@ func TestNamespaceInventoryStore(t *testing.T) {
 func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	a, b := startNamespaces(t, url), startNamespaces(t, url)
-	tenant := newTenant(t, a.store.pool)
-	cluster := newCluster(t, a.store.pool, tenant)
+	a, b := startCache(t, url), startCache(t, url)
+	tenant := insertTenant(t, a.store.pool)
+	cluster := insertCluster(t, a.store.pool, tenant)
 	if err := a.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod"})}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,17 +141,17 @@ func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
 		t.Fatalf("B prod = %v %v", got, ok)
 	}
 
-	a.Learn(tenant, cluster, ns("team-x", map[string]string{"env": "dev"}))
+	a.LearnNamespace(tenant, cluster, ns("team-x", map[string]string{"env": "dev"}))
 	if got, ok := invA.Namespace("team-x"); !ok || got.Labels["env"] != "dev" {
 		t.Fatal("the learned namespace is not visible at once")
 	}
-	eventually(t, "B to learn team-x", func() bool { _, ok := invB.Namespace("team-x"); return ok })
+	testutil.Eventually(t, 0, "B to learn team-x", func() bool { _, ok := invB.Namespace("team-x"); return ok })
 
-	a.LearnTerminating(tenant, cluster, "prod")
+	a.LearnNamespaceTerminating(tenant, cluster, "prod")
 	if got, _ := invA.Namespace("prod"); got.Status.Phase != corev1.NamespaceTerminating {
 		t.Fatal("terminating not visible at once")
 	}
-	eventually(t, "B to see prod terminating", func() bool {
+	testutil.Eventually(t, 0, "B to see prod terminating", func() bool {
 		got, ok := invB.Namespace("prod")
 		return ok && got.Status.Phase == corev1.NamespaceTerminating
 	})
@@ -155,22 +159,28 @@ func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
 	if err := b.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("only", nil)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "A to take the upload", func() bool {
+	testutil.Eventually(t, 0, "A to take the upload", func() bool {
 		inv, err := a.Lookup(ctx, tenant, cluster)
 		_, only := inv.Namespace("only")
 		_, old := inv.Namespace("team-x")
-		return err == nil && only && !old && inv.Len() == 1
+		return err == nil && only && !old && inv.NamespaceCount() == 1
 	})
 }
 
-func startNamespaces(t *testing.T, url string) *NamespaceCache {
+// startCache starts one replica's cache, with its own pool and listener,
+// on the database at url.
+func startCache(t *testing.T, url string) *Cache {
 	t.Helper()
-	r := startReplica(t, url, CacheConfig{}, false)
-	n, err := NewNamespaceCache(r.store, NamespaceConfig{Registry: r.reg})
+	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := pgnotify.New(r.store.pool, nil)
+	t.Cleanup(pool.Close)
+	n, err := NewCache(New(pool), Config{Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := pgnotify.New(pool, nil)
 	n.Subscribe(l)
 	connected := make(chan struct{}, 1)
 	l.OnConnect(func() {
@@ -193,23 +203,24 @@ func startNamespaces(t *testing.T, url string) *NamespaceCache {
 // of the inventory see the reload.
 func TestReloadKeepsPendingLearnedNamespace(t *testing.T) {
 	ctx := context.Background()
-	r := startReplica(t, pgtest.URL(t), CacheConfig{}, false)
+	pool := pgtest.Pool(t)
+	s := New(pool)
 	// Not running: learned writes stay queued.
-	n, err := NewNamespaceCache(r.store, NamespaceConfig{})
+	n, err := NewCache(s, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenant := newTenant(t, r.store.pool)
-	cluster := newCluster(t, r.store.pool, tenant)
-	if err := r.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", nil)}); err != nil {
+	tenant := insertTenant(t, pool)
+	cluster := insertCluster(t, pool, tenant)
+	if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", nil)}); err != nil {
 		t.Fatal(err)
 	}
 	inv, err := n.Lookup(ctx, tenant, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.Learn(tenant, cluster, ns("team-x", nil))
-	if err := r.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("only", nil)}); err != nil {
+	n.LearnNamespace(tenant, cluster, ns("team-x", nil))
+	if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("only", nil)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.load(clusterKey{tenant, cluster}); err != nil {
@@ -231,7 +242,7 @@ func TestReloadKeepsPendingLearnedNamespace(t *testing.T) {
 	if _, err := n.load(clusterKey{tenant, cluster}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := inv.Namespace("team-x"); !ok || inv.Len() != 2 {
-		t.Fatalf("after the write and a reload: team-x %v, %d namespaces", ok, inv.Len())
+	if _, ok := inv.Namespace("team-x"); !ok || inv.NamespaceCount() != 2 {
+		t.Fatalf("after the write and a reload: team-x %v, %d namespaces", ok, inv.NamespaceCount())
 	}
 }

@@ -1,0 +1,243 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
+	"github.com/portcullis-dev/portcullis/internal/pgnotify"
+)
+
+type clusterKey struct{ tenant, cluster int64 }
+
+// Config sizes a Cache. Zero values take the defaults.
+type Config struct {
+	MaxClusters int // default 10,000
+	QueueSize   int // learned writes waiting for the database; default 10,000
+	Logger      *slog.Logger
+	Registry    *prometheus.Registry
+}
+
+// Cache serves each cluster's inventory from memory, per (tenant,
+// cluster). A learned namespace is visible at once on this replica;
+// it is written to the database in the background and reaches the other
+// replicas by notification.
+type Cache struct {
+	store *Store
+	cfg   Config
+	lru   *lru.Cache[clusterKey, *Cluster]
+	group singleflight.Group
+	queue chan func(context.Context) error
+
+	dropped, writeErrors prometheus.Counter
+}
+
+// NewCache returns a cache over store. Call Subscribe before the listener
+// runs, and Run.
+func NewCache(store *Store, cfg Config) (*Cache, error) {
+	if cfg.MaxClusters <= 0 {
+		cfg.MaxClusters = 10_000
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 10_000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	l, err := lru.New[clusterKey, *Cluster](cfg.MaxClusters)
+	if err != nil {
+		return nil, err
+	}
+	n := &Cache{store: store, cfg: cfg, lru: l, queue: make(chan func(context.Context) error, cfg.QueueSize),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "portcullis", Subsystem: "namespace_inventory",
+			Name: "learned_dropped_total", Help: "Learned namespace writes dropped because the queue was full."}),
+		writeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "portcullis", Subsystem: "namespace_inventory",
+			Name: "write_errors_total", Help: "Learned namespace writes that failed."}),
+	}
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(n.dropped, n.writeErrors)
+	}
+	return n, nil
+}
+
+// Lookup returns the cluster's inventory, loading it on first use. When the
+// database cannot be reached it returns an empty, uncached inventory and the
+// error: the evaluator treats every namespace as unknown then, and a binding
+// that needs one follows its failurePolicy; labels are never guessed.
+func (n *Cache) Lookup(ctx context.Context, tenantID, clusterID int64) (*Cluster, error) {
+	key := clusterKey{tenantID, clusterID}
+	if inv, ok := n.lru.Get(key); ok {
+		return inv, nil
+	}
+	ch := n.group.DoChan(fmt.Sprintf("%d:%d", tenantID, clusterID), func() (any, error) {
+		return n.load(key)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return newCluster(map[string]*corev1.Namespace{}),
+				fault.Wrap(r.Err, fault.Unavailable, "namespace inventory unavailable")
+		}
+		return r.Val.(*Cluster), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (n *Cache) load(key clusterKey) (*Cluster, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	nss, err := n.store.ListNamespaces(ctx, key.tenant, key.cluster)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]*corev1.Namespace, len(nss))
+	for _, ns := range nss {
+		m[ns.Name] = ns
+	}
+	if inv, ok := n.lru.Peek(key); ok {
+		inv.replace(m)
+		return inv, nil
+	}
+	inv := newCluster(m)
+	n.lru.Add(key, inv)
+	return inv, nil
+}
+
+// LearnNamespace records a namespace seen in an allowed, non-dry-run
+// request. It is visible to Lookup on this replica at once; the database
+// write happens in the background (dropped, and counted, if the queue is
+// full).
+func (n *Cache) LearnNamespace(tenantID, clusterID int64, ns *corev1.Namespace) {
+	c, _, err := cleanNamespace(ns)
+	if err != nil {
+		return
+	}
+	inv, ok := n.lru.Peek(clusterKey{tenantID, clusterID})
+	if ok {
+		inv.learn(c)
+	}
+	n.enqueueLearned(inv, c, func(ctx context.Context) error { return n.store.UpsertNamespace(ctx, tenantID, clusterID, c) })
+}
+
+// LearnNamespaceTerminating records an allowed DELETE of a namespace.
+func (n *Cache) LearnNamespaceTerminating(tenantID, clusterID int64, name string) {
+	now := time.Now().UTC()
+	inv, _ := n.lru.Peek(clusterKey{tenantID, clusterID})
+	var c *corev1.Namespace
+	if inv != nil {
+		if cur, ok := inv.Namespace(name); ok {
+			c = cur.DeepCopy()
+			c.Status.Phase = corev1.NamespaceTerminating
+			if c.DeletionTimestamp == nil {
+				t := metav1.NewTime(now.Truncate(time.Second))
+				c.DeletionTimestamp = &t
+			}
+			inv.learn(c)
+		}
+	}
+	n.enqueueLearned(inv, c, func(ctx context.Context) error {
+		err := n.store.MarkNamespaceTerminating(ctx, tenantID, clusterID, name, now)
+		if fault.ErrorCode(err) == fault.NotFound {
+			return nil
+		}
+		return err
+	})
+}
+
+// enqueueLearned queues the write of a learned namespace; once it has been
+// tried (or dropped), inv stops keeping ns across reloads. inv or ns may be
+// nil when nothing was set in memory.
+func (n *Cache) enqueueLearned(inv *Cluster, ns *corev1.Namespace, write func(context.Context) error) {
+	done := func() {
+		if inv != nil && ns != nil {
+			inv.written(ns)
+		}
+	}
+	if !n.enqueue(func(ctx context.Context) error { defer done(); return write(ctx) }) {
+		done()
+	}
+}
+
+func (n *Cache) enqueue(fn func(context.Context) error) bool {
+	select {
+	case n.queue <- fn:
+		return true
+	default:
+		n.dropped.Inc()
+		return false
+	}
+}
+
+// Subscribe registers for inventory changes made by any replica, and for a
+// full reload of the cached inventories after every (re)connect.
+func (n *Cache) Subscribe(l *pgnotify.Listener) {
+	l.Subscribe(ChannelNamespaces, n.notified)
+	l.OnConnect(func() {
+		for _, k := range n.lru.Keys() {
+			n.enqueue(func(context.Context) error { _, err := n.load(k); return err })
+		}
+	})
+}
+
+func (n *Cache) notified(payload string) {
+	parts := strings.SplitN(payload, ":", 3)
+	if len(parts) != 3 {
+		return
+	}
+	t, err1 := strconv.ParseInt(parts[0], 10, 64)
+	c, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	key, name := clusterKey{t, c}, parts[2]
+	if _, ok := n.lru.Peek(key); !ok {
+		return
+	}
+	n.enqueue(func(ctx context.Context) error {
+		if name == "" {
+			_, err := n.load(key)
+			return err
+		}
+		ns, err := n.store.GetNamespace(ctx, t, c, name)
+		inv, ok := n.lru.Peek(key)
+		switch {
+		case !ok:
+		case fault.ErrorCode(err) == fault.NotFound:
+			inv.remove(name)
+		case err != nil:
+			return err
+		default:
+			inv.set(ns)
+		}
+		return nil
+	})
+}
+
+// Run writes learned namespaces and applies notified changes until ctx
+// ends.
+func (n *Cache) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case fn := <-n.queue:
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := fn(wctx); err != nil && ctx.Err() == nil {
+				n.writeErrors.Inc()
+				n.cfg.Logger.Warn("namespace inventory update failed", "error", err)
+			}
+			cancel()
+		}
+	}
+}

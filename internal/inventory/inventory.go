@@ -1,0 +1,55 @@
+// Package inventory keeps what the gateway knows of each cluster's own
+// objects, today its Namespaces: in Postgres (Store) and in memory, per
+// cluster (Cache). Uploads (admin namespaces import) replace a cluster's
+// inventory; the webhook adds what the Namespace requests it allowed show.
+// The evaluator reads a cluster's inventory through its NamespaceLookup
+// interface, which Cluster satisfies without either package importing the
+// other.
+//
+// Every store method takes the tenant ID first, then the cluster ID, and
+// scopes every query by both.
+package inventory
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
+)
+
+// ChannelNamespaces is the notification channel of namespace changes.
+// Payloads are "<tenant>:<cluster>:<namespace>", namespace "" after an
+// upload.
+const ChannelNamespaces = "portcullis_namespaces"
+
+// Namespace sources.
+const (
+	SourceUpload  = "upload"
+	SourceLearned = "learned"
+)
+
+// Store reads and writes cluster inventories.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New returns a store on pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// The errors below give, through fault.Status, the Status the apiserver
+// sends for the same failure.
+
+func notFound(gk schema.GroupKind, name string) *fault.Error {
+	return &fault.Error{Code: fault.NotFound, Group: gk.Group, Kind: gk.Kind, Name: name,
+		Message: apierrors.NewNotFound(schema.GroupResource{Group: gk.Group, Resource: gk.Kind}, name).Error()}
+}
+
+// invalid is a 422 about one object with a cause per bad field, as
+// apierrors.NewInvalid builds it.
+func invalid(gk schema.GroupKind, name string, errs field.ErrorList) *fault.Error {
+	st := apierrors.NewInvalid(gk, name, errs).ErrStatus
+	return &fault.Error{Code: fault.Invalid, Message: st.Message, Causes: st.Details.Causes,
+		Group: gk.Group, Kind: gk.Kind, Name: name}
+}

@@ -1,0 +1,189 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
+	"github.com/portcullis-dev/portcullis/internal/pgnotify"
+	"github.com/portcullis-dev/portcullis/internal/pgtext"
+)
+
+var kindNamespace = corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind()
+
+// cleanNamespace copies ns without managedFields, with its type meta set,
+// and checks its name.
+func cleanNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, error) {
+	c, js, errs, err := checkNamespace(ns)
+	if len(errs) > 0 {
+		name := ""
+		if ns != nil {
+			name = ns.Name
+		}
+		return nil, nil, invalid(kindNamespace, name, errs)
+	}
+	return c, js, err
+}
+
+// checkNamespace is cleanNamespace, returning the field errors of a bad
+// namespace instead of an error.
+func checkNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, field.ErrorList, error) {
+	if ns == nil || ns.Name == "" {
+		return nil, nil, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "")}, nil
+	}
+	if msgs := validation.IsDNS1123Label(ns.Name); len(msgs) > 0 {
+		return nil, nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), ns.Name, strings.Join(msgs, "; "))}, nil
+	}
+	c := ns.DeepCopy()
+	c.ManagedFields = nil
+	c.APIVersion, c.Kind = "v1", "Namespace"
+	js, err := json.Marshal(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	errs, err := pgtext.JSONErrors(js)
+	if err != nil || len(errs) > 0 {
+		return nil, nil, errs, err
+	}
+	return c, js, nil, nil
+}
+
+// GetNamespace returns one namespace of the cluster's inventory.
+func (s *Store) GetNamespace(ctx context.Context, tenantID, clusterID int64, name string) (*corev1.Namespace, error) {
+	var js []byte
+	err := s.pool.QueryRow(ctx, `SELECT object FROM cluster_namespaces WHERE tenant_id = $1 AND cluster_id = $2 AND name = $3`,
+		tenantID, clusterID, name).Scan(&js)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound(kindNamespace, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ns := &corev1.Namespace{}
+	return ns, json.Unmarshal(js, ns)
+}
+
+// ListNamespaces returns the cluster's inventory, by name.
+func (s *Store) ListNamespaces(ctx context.Context, tenantID, clusterID int64) ([]*corev1.Namespace, error) {
+	rows, err := s.pool.Query(ctx, `SELECT object FROM cluster_namespaces WHERE tenant_id = $1 AND cluster_id = $2 ORDER BY name`,
+		tenantID, clusterID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*corev1.Namespace, error) {
+		var js []byte
+		if err := row.Scan(&js); err != nil {
+			return nil, err
+		}
+		ns := &corev1.Namespace{}
+		return ns, json.Unmarshal(js, ns)
+	})
+}
+
+// UpsertNamespace records one namespace learned from an allowed request.
+// The webhook calls it through Cache.LearnNamespace, off the hot path.
+func (s *Store) UpsertNamespace(ctx context.Context, tenantID, clusterID int64, ns *corev1.Namespace) error {
+	_, js, err := cleanNamespace(ns)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO cluster_namespaces (tenant_id, cluster_id, name, object, source)
+			VALUES ($1, $2, $3, $4, 'learned')
+			ON CONFLICT (tenant_id, cluster_id, name) DO UPDATE SET object = EXCLUDED.object, source = 'learned', updated_at = now()`,
+			tenantID, clusterID, ns.Name, js); err != nil {
+			return namespaceWriteError(err, tenantID, clusterID)
+		}
+		return pgnotify.Notify(ctx, tx, ChannelNamespaces, fmt.Sprintf("%d:%d:%s", tenantID, clusterID, ns.Name))
+	})
+}
+
+// MarkNamespaceTerminating records that the namespace is being deleted
+// (an allowed DELETE): status.phase Terminating and a deletionTimestamp, as
+// the apiserver sets them. The namespace stays until the next upload, since
+// the gateway never sees its finalization. fault.NotFound if it is not known.
+func (s *Store) MarkNamespaceTerminating(ctx context.Context, tenantID, clusterID int64, name string, at time.Time) error {
+	ts, err := json.Marshal(metav1.NewTime(at.UTC()))
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE cluster_namespaces SET
+			object = jsonb_set(jsonb_set(object, '{status}', coalesce(object->'status', '{}') || '{"phase":"Terminating"}'),
+			                   '{metadata,deletionTimestamp}', coalesce(object->'metadata'->'deletionTimestamp', $4::jsonb)),
+			source = 'learned', updated_at = now()
+			WHERE tenant_id = $1 AND cluster_id = $2 AND name = $3`, tenantID, clusterID, name, string(ts))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound(kindNamespace, name)
+		}
+		return pgnotify.Notify(ctx, tx, ChannelNamespaces, fmt.Sprintf("%d:%d:%s", tenantID, clusterID, name))
+	})
+}
+
+// ReplaceNamespaces makes nss the cluster's whole inventory: an upload is
+// the source of truth, so namespaces not in it are removed.
+func (s *Store) ReplaceNamespaces(ctx context.Context, tenantID, clusterID int64, nss []*corev1.Namespace) error {
+	names := make([]string, 0, len(nss))
+	objs := make([][]byte, 0, len(nss))
+	seen := map[string]bool{}
+	var errs field.ErrorList
+	for i, ns := range nss {
+		_, js, nsErrs, err := checkNamespace(ns)
+		if err != nil {
+			return err
+		}
+		if len(nsErrs) > 0 {
+			for _, c := range nsErrs {
+				c.Field = field.NewPath("items").Index(i).String() + "." + c.Field
+				errs = append(errs, c)
+			}
+			continue
+		}
+		if seen[ns.Name] {
+			errs = append(errs, field.Duplicate(field.NewPath("items").Index(i).Child("metadata", "name"), ns.Name))
+			continue
+		}
+		seen[ns.Name] = true
+		names, objs = append(names, ns.Name), append(objs, js)
+	}
+	if len(errs) > 0 {
+		return invalid(kindNamespaceList, "", errs)
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM cluster_namespaces WHERE tenant_id = $1 AND cluster_id = $2 AND NOT (name = ANY($3))`,
+			tenantID, clusterID, names); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO cluster_namespaces (tenant_id, cluster_id, name, object, source)
+			SELECT $1, $2, n, o, 'upload' FROM unnest($3::text[], $4::jsonb[]) AS u(n, o)
+			ON CONFLICT (tenant_id, cluster_id, name) DO UPDATE SET object = EXCLUDED.object, source = 'upload', updated_at = now()`,
+			tenantID, clusterID, names, objs); err != nil {
+			return namespaceWriteError(err, tenantID, clusterID)
+		}
+		return pgnotify.Notify(ctx, tx, ChannelNamespaces, fmt.Sprintf("%d:%d:", tenantID, clusterID))
+	})
+}
+
+var kindNamespaceList = corev1.SchemeGroupVersion.WithKind("NamespaceList").GroupKind()
+
+func namespaceWriteError(err error, tenantID, clusterID int64) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation: no such cluster of the tenant
+		return fault.Wrap(err, fault.NotFound, "cluster %d of tenant %d not found", clusterID, tenantID)
+	}
+	return err
+}
