@@ -12,7 +12,6 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
-	"github.com/portcullis-dev/portcullis/internal/webhook"
 )
 
 // evaluateBudget bounds one evaluation as the webhook's default ?timeout
@@ -70,7 +69,7 @@ func (s *Server) evaluate(c *call) error {
 	if inv, err := s.Namespaces(ctx, c.tenant.ID, cl.ID); err == nil && inv != nil {
 		nss = inv
 	}
-	res, out := webhook.Answer(ctx, rev, snap.Compiled, nss, evaluator.WithTrace())
+	res, out := admission.Answer(ctx, rev, snap.Compiled, nss, evaluator.WithTrace())
 	// Compact, unlike other answers: an indenting encoder would re-indent
 	// the review, which must stay byte for byte the webhook's.
 	b, err := json.Marshal(apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate})

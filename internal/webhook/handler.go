@@ -224,7 +224,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	endStep(step, nil)
 
 	_, step = h.startStep(ctx, "encode")
-	out := EncodeAnswer(rev, res)
+	out := admission.EncodeAnswer(rev, res)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	answered = true
