@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
@@ -29,14 +28,14 @@ func decision(t time.Time) *Decision {
 		Kind: "Pod", Namespace: "default", Name: fmt.Sprintf("web-%d", n),
 		UserName: "alice", UserGroups: []string{"system:authenticated"},
 		Verdict: VerdictAllowed, HTTPStatus: 200, SnapshotVersion: 3, Latency: 1500 * time.Microsecond,
-		Bindings: []evaluator.BindingResult{{Policy: "require-team", Binding: "require-team", Outcome: evaluator.OutcomePass}},
+		Bindings: []BindingRecord{{Policy: "require-team", Binding: "require-team", Outcome: "Pass"}},
 	}
 }
 
 // denied makes d a denial by policy.
 func denied(d *Decision, policy string) *Decision {
 	d.Verdict, d.Code, d.Reason, d.Message = VerdictDenied, 403, "Forbidden", "denied by "+policy
-	d.Bindings = append(d.Bindings, evaluator.BindingResult{Policy: policy, Binding: policy, Outcome: evaluator.OutcomeViolation,
+	d.Bindings = append(d.Bindings, BindingRecord{Policy: policy, Binding: policy, Outcome: "Violation",
 		Denied: true, Messages: []string{"no"}})
 	return d
 }

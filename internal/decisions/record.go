@@ -4,8 +4,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // Record is a stored decision as the admin API shows it.
@@ -39,8 +37,9 @@ type Record struct {
 	SnapshotVersion  int64             `json:"snapshotVersion"`
 }
 
-// BindingRecord is one matched binding of a decision. The bindings column
-// stores exactly this JSON, so SQL (the Grafana dashboards) and the API see
+// BindingRecord is one matched binding of a decision. The webhook hands
+// them over in Decision.Bindings; the bindings column stores exactly this
+// JSON, its text cleaned, so SQL (the Grafana dashboards) and the API see
 // the same shape.
 type BindingRecord struct {
 	Policy               string   `json:"policy"`
@@ -61,12 +60,14 @@ type Page struct {
 	Continue string   `json:"continue"`
 }
 
-func bindingRecords(bs []evaluator.BindingResult) []BindingRecord {
+// bindingRecords is bs as stored: a copy, since the decision is not the
+// recorder's to change, with every string clean.
+func bindingRecords(bs []BindingRecord) []BindingRecord {
 	out := make([]BindingRecord, len(bs))
 	for i, b := range bs {
 		out[i] = BindingRecord{
 			Policy: clean(b.Policy), Binding: clean(b.Binding), Param: clean(b.Param),
-			Outcome: string(b.Outcome), Denied: b.Denied, FailurePolicyApplied: b.FailurePolicyApplied,
+			Outcome: b.Outcome, Denied: b.Denied, FailurePolicyApplied: b.FailurePolicyApplied,
 			Timeout: b.Timeout, Error: clean(b.Error), Messages: cleanAll(b.Messages),
 		}
 	}
@@ -80,7 +81,7 @@ func summarize(recs []BindingRecord) (matched, denied []string, failurePolicyApp
 	matched, denied = []string{}, []string{}
 	for _, b := range recs {
 		failurePolicyApplied = failurePolicyApplied || b.FailurePolicyApplied
-		if b.Outcome == string(evaluator.OutcomeNotMatched) {
+		if b.Outcome == OutcomeNotMatched {
 			continue
 		}
 		if !contains(matched, b.Policy) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
@@ -248,7 +247,7 @@ func TestUnstorableStringsAreCleaned(t *testing.T) {
 	r := f.recorder(t)
 	d := decision(time.Now())
 	d.UserName = "ev\x00il\xff"
-	d.AuditAnnotations = []evaluator.AuditAnnotation{{Key: "k\x00", Value: "v\x00"}}
+	d.AuditAnnotations = []AuditAnnotation{{Key: "k\x00", Value: "v\x00"}}
 	d.Bindings[0].Messages = []string{"m\x00"}
 	r.Record(d)
 	f.waitRows(t, 1)

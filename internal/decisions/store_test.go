@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // seed stores, for tenant 1, 100 decisions one minute apart ending at
@@ -251,7 +249,7 @@ func TestRecordJSON(t *testing.T) {
 	f := newFixture(t)
 	d := denied(decision(time.Now()), "no-latest")
 	d.Bindings[1].Param = "default/limits"
-	d.AuditAnnotations = []evaluator.AuditAnnotation{{Key: "no-latest/image", Value: "nginx:latest"}}
+	d.AuditAnnotations = []AuditAnnotation{{Key: "no-latest/image", Value: "nginx:latest"}}
 	d.Warnings = []string{"careful"}
 	f.insert(t, d)
 	page, err := NewStore(f.pool).List(context.Background(), 1, Filter{})

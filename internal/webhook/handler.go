@@ -108,6 +108,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance}
 	authenticated := false
 	answered := false // the status line of the answer is written
+	// results are the evaluator's, for the metrics: the decision keeps
+	// only what the recorder stores.
+	var results []evaluator.BindingResult
 	spanCtx, span := h.startRequestSpan(r)
 	// One deferred function, so a panic still yields exactly one decision.
 	defer func() {
@@ -125,7 +128,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if authenticated {
-			h.finish(spanCtx, d, start)
+			h.finish(spanCtx, d, results, start)
 		}
 		endRequestSpan(span, d)
 	}()
@@ -231,23 +234,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, err = w.Write(out)
 	endStep(step, err)
 
-	d.HTTPStatus = http.StatusOK
-	d.Warnings, d.AuditAnnotations, d.Bindings = res.Warnings, res.AuditAnnotations, res.Bindings
-	d.UnknownNamespace = res.UnknownNamespace
-	for _, b := range res.Bindings {
-		d.TimedOut = d.TimedOut || b.Timeout
-	}
-	switch {
-	case !res.Allowed:
-		d.Verdict = decisions.VerdictDenied
-	case len(res.Warnings) > 0:
-		d.Verdict = decisions.VerdictWarned
-	default:
-		d.Verdict = decisions.VerdictAllowed
-	}
-	if res.Status != nil {
-		d.Code, d.Reason, d.Message = res.Status.Code, string(res.Status.Reason), res.Status.Message
-	}
+	results = res.Bindings
+	fillResult(d, res)
 	if res.UnknownNamespace != "" {
 		h.Metrics.unknownNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
 	}
@@ -292,16 +280,6 @@ func (h *Handler) learn(id tenancy.Identity, req *evaluator.Request) {
 	}
 }
 
-func fillRequest(d *decisions.Decision, req *evaluator.Request) {
-	d.UID = req.UID
-	d.Operation = string(req.Operation)
-	d.Group, d.Version, d.Resource, d.SubResource = req.Resource.Group, req.Resource.Version, req.Resource.Resource, req.SubResource
-	d.Kind = req.Kind.Kind
-	d.Namespace, d.Name = req.Namespace, req.Name
-	d.UserName, d.UserGroups = req.UserInfo.Username, req.UserInfo.Groups
-	d.DryRun = req.DryRun
-}
-
 // fail answers an authenticated request that could not be evaluated.
 func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, code int, msg string) {
 	d.HTTPStatus, d.Code, d.Message = code, int32(code), msg
@@ -313,9 +291,9 @@ func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, code int, m
 	writeError(w, code, msg)
 }
 
-func (h *Handler) finish(ctx context.Context, d *decisions.Decision, start time.Time) {
+func (h *Handler) finish(ctx context.Context, d *decisions.Decision, results []evaluator.BindingResult, start time.Time) {
 	d.Latency = time.Since(start)
-	h.Metrics.observe(h.endpoint(), d)
+	h.Metrics.observe(h.endpoint(), d, results)
 	if h.Recorder != nil {
 		_, step := h.startStep(ctx, "record")
 		h.Recorder.Record(d)
