@@ -13,11 +13,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -63,11 +62,10 @@ func (c *call) body() ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.maxBody()))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, &apiError{code: http.StatusRequestEntityTooLarge, reason: metav1.StatusReasonRequestEntityTooLarge,
-			msg: fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit)}
+		return nil, fault.Errorf(fault.TooLarge, "request body is larger than %d bytes", tooLarge.Limit)
 	}
 	if err != nil {
-		return nil, badRequest("reading the request body: %v", err)
+		return nil, fault.Errorf(fault.BadRequest, "reading the request body: %v", err)
 	}
 	return b, nil
 }
@@ -80,22 +78,22 @@ func (c *call) decode(v any) error {
 		return err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
-		return badRequest("a JSON request body is required")
+		return fault.Errorf(fault.BadRequest, "a JSON request body is required")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequest("invalid JSON body: %v", err)
+		return fault.Errorf(fault.BadRequest, "invalid JSON body: %v", err)
 	}
 	if dec.More() {
-		return badRequest("invalid JSON body: more than one JSON value")
+		return fault.Errorf(fault.BadRequest, "invalid JSON body: more than one JSON value")
 	}
 	errs, err := policystore.JSONTextErrors(b)
 	if err != nil {
-		return badRequest("invalid JSON body: %v", err)
+		return fault.Errorf(fault.BadRequest, "invalid JSON body: %v", err)
 	}
 	if len(errs) > 0 {
-		return invalidField(errs[0].Field, "%s", errs[0].Detail)
+		return fault.InvalidField(errs[0].Field, "%s", errs[0].Detail)
 	}
 	return nil
 }
@@ -110,7 +108,7 @@ func (c *call) queryBool(name string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, invalidField(name, "must be true or false, not %q", v)
+		return false, fault.InvalidField(name, "must be true or false, not %q", v)
 	}
 	return b, nil
 }
@@ -123,7 +121,7 @@ func (c *call) queryInt(name string, def int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, invalidField(name, "must be an integer, not %q", v)
+		return 0, fault.InvalidField(name, "must be an integer, not %q", v)
 	}
 	return n, nil
 }
@@ -177,15 +175,14 @@ func (s *Server) authorize(c *call) error {
 	}
 	token, ok := strings.CutPrefix(c.r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return &apiError{code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized,
-			msg: "an admin token is required: Authorization: Bearer <token>"}
+		return fault.Errorf(fault.Unauthenticated, "an admin token is required: Authorization: Bearer <token>")
 	}
 	p, err := s.Tokens.Authenticate(c.ctx(), strings.TrimSpace(token))
 	if errors.Is(err, adminauth.ErrUnauthenticated) {
-		return &apiError{code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized, msg: err.Error()}
+		return &fault.Error{Code: fault.Unauthenticated, Message: err.Error()}
 	}
 	if err != nil {
-		return unavailable("the token store is unavailable; retry shortly", err)
+		return fault.Wrap(err, fault.Unavailable, "the token store is unavailable; retry shortly")
 	}
 	c.principal = p
 	switch c.rt.access {
@@ -193,7 +190,7 @@ func (s *Server) authorize(c *call) error {
 		return nil
 	case operatorOnly:
 		if !p.Operator() {
-			return forbidden("this call needs an operator token; %q is a %s token of tenant %q", p.Name, p.Role, p.TenantName)
+			return fault.Errorf(fault.Forbidden, "this call needs an operator token; %q is a %s token of tenant %q", p.Name, p.Role, p.TenantName)
 		}
 		if c.r.PathValue("tenant") == "" {
 			return nil
@@ -207,7 +204,7 @@ func (s *Server) authorize(c *call) error {
 	}
 	c.tenant = t
 	if c.rt.access == tenantAdmin && !p.Operator() && p.Role != adminauth.RoleAdmin {
-		return forbidden("this call changes tenant %q and needs an admin token; %q is a %s token", name, p.Name, p.Role)
+		return fault.Errorf(fault.Forbidden, "this call changes tenant %q and needs an admin token; %q is a %s token", name, p.Name, p.Role)
 	}
 	return nil
 }
@@ -241,7 +238,7 @@ func (c *call) limit() (int64, error) {
 		return 0, err
 	}
 	if limit < 1 || limit > apiv1.MaxLimit {
-		return 0, invalidField(apiv1.QueryLimit, "must be between 1 and %d", apiv1.MaxLimit)
+		return 0, fault.InvalidField(apiv1.QueryLimit, "must be between 1 and %d", apiv1.MaxLimit)
 	}
 	return limit, nil
 }
@@ -282,13 +279,13 @@ func checkText(c *call) error {
 	ok := func(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 	for _, m := range pathParam.FindAllStringSubmatch(c.rt.path, -1) {
 		if v := c.r.PathValue(m[1]); !ok(v) {
-			return notFound("no %s named %q", m[1], v)
+			return fault.Errorf(fault.NotFound, "no %s named %q", m[1], v)
 		}
 	}
 	for name, vs := range c.r.URL.Query() {
 		for _, v := range vs {
 			if !ok(name) || !ok(v) {
-				return invalidField(strings.ToValidUTF8(name, "\ufffd"), "must be valid UTF-8 without NUL characters")
+				return fault.InvalidField(strings.ToValidUTF8(name, "\ufffd"), "must be valid UTF-8 without NUL characters")
 			}
 		}
 	}

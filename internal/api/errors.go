@@ -1,132 +1,75 @@
 package api
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
-// apiError is an error raised by the API layer itself.
-type apiError struct {
-	code   int
-	reason metav1.StatusReason
-	msg    string
-	causes []metav1.StatusCause
-	err    error // logged, never sent
-}
-
-func (e *apiError) Error() string { return e.msg }
-func (e *apiError) Unwrap() error { return e.err }
-
-func (e *apiError) status() metav1.Status {
-	st := newStatus(e.code, e.reason, e.msg)
-	if len(e.causes) > 0 {
-		st.Details = &metav1.StatusDetails{Causes: e.causes}
-	}
-	return st
-}
-
-func badRequest(format string, args ...any) *apiError {
-	return &apiError{code: http.StatusBadRequest, reason: metav1.StatusReasonBadRequest, msg: fmt.Sprintf(format, args...)}
-}
-
-// invalidField is a 422 about one field of the request (a query parameter
-// or a body field), with that field as the cause.
-func invalidField(field, format string, args ...any) *apiError {
-	detail := fmt.Sprintf(format, args...)
-	return &apiError{code: http.StatusUnprocessableEntity, reason: metav1.StatusReasonInvalid,
-		msg:    field + ": " + detail,
-		causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: field, Message: detail}}}
-}
-
-func notFound(format string, args ...any) *apiError {
-	return &apiError{code: http.StatusNotFound, reason: metav1.StatusReasonNotFound, msg: fmt.Sprintf(format, args...)}
-}
-
 // tenantNotFound is the one answer for a tenant that does not exist and for
 // one the caller may not see.
-func tenantNotFound(name string) *apiError { return notFound("tenant %q not found", name) }
-
-func forbidden(format string, args ...any) *apiError {
-	return &apiError{code: http.StatusForbidden, reason: metav1.StatusReasonForbidden, msg: fmt.Sprintf(format, args...)}
+func tenantNotFound(name string) *fault.Error {
+	return fault.Errorf(fault.NotFound, "tenant %q not found", name)
 }
 
-func unavailable(msg string, err error) *apiError {
-	return &apiError{code: http.StatusServiceUnavailable, reason: metav1.StatusReasonServiceUnavailable, msg: msg, err: err}
-}
-
-// status maps any error a handler returns to the Status sent. This is the
-// one place where the stores' error codes become HTTP statuses.
+// status is the Status sent for any error a handler returns, and whether
+// the error is the server's (and so logged).
 func status(err error) (metav1.Status, bool) {
+	var fe *fault.Error
+	st, ok := metav1.Status{}, false
+	if !errors.As(err, &fe) {
+		st, ok = legacyStatus(err)
+	}
+	if !ok {
+		st = fault.Status(err)
+	}
+	return st, st.Code >= http.StatusInternalServerError
+}
+
+// legacyStatus answers the two stores that still have their own error
+// types, exactly as the admin API always has. It goes, with its call in
+// status, when tenancy and policystore return *fault.Error.
+func legacyStatus(err error) (metav1.Status, bool) {
 	var (
-		ae *apiError
 		te *tenancy.Error
 		pe *policystore.Error
-		de *decisions.Error
 	)
 	switch {
-	case errors.As(err, &ae):
-		return ae.status(), ae.code >= 500
 	case errors.As(err, &te):
 		code := te.HTTPStatus()
-		if code >= 500 {
-			return newStatus(code, reasonFor(code), "internal error; it was logged"), true
+		reason := map[int]metav1.StatusReason{
+			http.StatusUnprocessableEntity: metav1.StatusReasonInvalid,
+			http.StatusNotFound:            metav1.StatusReasonNotFound,
+			http.StatusConflict:            metav1.StatusReasonAlreadyExists, // tenancy's conflict: a name is taken
+			http.StatusUnauthorized:        metav1.StatusReasonUnauthorized,
+			http.StatusForbidden:           metav1.StatusReasonForbidden,
+			http.StatusServiceUnavailable:  metav1.StatusReasonServiceUnavailable,
+		}[code]
+		if reason == "" {
+			reason = metav1.StatusReasonInternalError
+		}
+		st := metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure,
+			Code: int32(code), Reason: reason, Message: "internal error; it was logged"}
+		if code >= http.StatusInternalServerError {
+			return st, true
 		}
 		// Message only: Reason can tell an attacker why a credential failed.
-		st := newStatus(code, reasonFor(code), te.Message)
+		st.Message = te.Message
 		if te.Code == tenancy.CodeInvalid {
 			st.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Message: te.Message}}}
 		}
-		return st, false
+		return st, true
 	case errors.As(err, &pe):
 		st := *pe.Status()
 		st.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}
-		return st, st.Code >= 500
-	case errors.As(err, &de):
-		return invalidField(de.Field, "%s", de.Message).status(), false
-	case errors.Is(err, context.DeadlineExceeded):
-		return newStatus(http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "the request took too long; retry"), true
-	case errors.Is(err, context.Canceled):
-		return newStatus(499, "Canceled", "the client went away"), false
+		return st, true
 	}
-	return newStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError, "internal error; it was logged"), true
-}
-
-func reasonFor(code int) metav1.StatusReason {
-	switch code {
-	case http.StatusBadRequest:
-		return metav1.StatusReasonBadRequest
-	case http.StatusUnauthorized:
-		return metav1.StatusReasonUnauthorized
-	case http.StatusForbidden:
-		return metav1.StatusReasonForbidden
-	case http.StatusNotFound:
-		return metav1.StatusReasonNotFound
-	case http.StatusConflict:
-		return metav1.StatusReasonAlreadyExists
-	case http.StatusUnprocessableEntity:
-		return metav1.StatusReasonInvalid
-	case http.StatusServiceUnavailable:
-		return metav1.StatusReasonServiceUnavailable
-	}
-	return metav1.StatusReasonInternalError
-}
-
-func newStatus(code int, reason metav1.StatusReason, msg string) metav1.Status {
-	return metav1.Status{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
-		Status:   metav1.StatusFailure,
-		Code:     int32(code),
-		Reason:   reason,
-		Message:  msg,
-	}
+	return metav1.Status{}, false
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {

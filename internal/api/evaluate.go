@@ -11,6 +11,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/admission"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 )
 
@@ -28,15 +29,15 @@ func (s *Server) evaluate(c *call) error {
 		return err
 	}
 	if len(req.Review) == 0 || string(req.Review) == "null" {
-		return invalidField("review", "is required: the AdmissionReview as an apiserver would send it")
+		return fault.InvalidField("review", "is required: the AdmissionReview as an apiserver would send it")
 	}
 	rev, err := admission.Decode(req.Review)
 	if err != nil {
-		var ae *admission.Error
-		if errors.As(err, &ae) {
-			return invalidField("review", "%s", ae.Message)
+		var fe *fault.Error
+		if errors.As(err, &fe) {
+			return fault.InvalidField("review", "%s", fe.Message)
 		}
-		return invalidField("review", "%v", err)
+		return fault.InvalidField("review", "%v", err)
 	}
 	candidate := len(req.Objects) > 0 || req.Replace
 	var snap *policystore.Snapshot

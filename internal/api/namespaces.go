@@ -10,6 +10,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 func (s *Server) listNamespaces(c *call) error {
@@ -56,12 +57,12 @@ func (s *Server) importNamespaces(c *call) error {
 		err := json.Unmarshal(js, ns)
 		switch {
 		case ns.Kind != "Namespace":
-			return invalidField(fmt.Sprintf("items[%d].kind", i),
+			return fault.InvalidField(fmt.Sprintf("items[%d].kind", i),
 				"must be Namespace, not %q: the inventory holds Namespace objects only", ns.Kind)
 		case ns.APIVersion != "v1":
-			return invalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be v1, not %q", ns.APIVersion)
+			return fault.InvalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be v1, not %q", ns.APIVersion)
 		case err != nil:
-			return invalidField(fmt.Sprintf("items[%d]", i), "not a valid Namespace: %v", err)
+			return fault.InvalidField(fmt.Sprintf("items[%d]", i), "not a valid Namespace: %v", err)
 		}
 		nss[i] = ns
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 )
 
@@ -197,7 +198,7 @@ func (s *Server) resolveKind(c *call, kind string) (schema.GroupKind, error) {
 	for i, gk := range matches {
 		names[i] = fmt.Sprintf("%s in group %q", gk.Kind, gk.Group)
 	}
-	return schema.GroupKind{}, invalidField("group", "kind %q is stored as %s; say which with ?group=", kind, strings.Join(names, " and "))
+	return schema.GroupKind{}, fault.InvalidField("group", "kind %q is stored as %s; say which with ?group=", kind, strings.Join(names, " and "))
 }
 
 // objectRef resolves the {kind}/{name} of the path.
@@ -215,7 +216,7 @@ func (s *Server) listObjects(c *call) error {
 	switch typ {
 	case "", apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams:
 	default:
-		return invalidField("type", "must be %s, %s or %s, not %q", apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams, typ)
+		return fault.InvalidField("type", "must be %s, %s or %s, not %q", apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams, typ)
 	}
 	opts := policystore.ListOptions{Namespace: q.Get("namespace"), LabelSelector: q.Get("labelSelector")}
 	// ListOptions cannot ask for the core group (""), so the group is
@@ -336,7 +337,7 @@ func wireVersion(v *policystore.Version, withObject bool) apiv1.Version {
 func pathVersion(name, v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 {
-		return 0, invalidField(name, "must be a version number as the object's history shows it, not %q", v)
+		return 0, fault.InvalidField(name, "must be a version number as the object's history shows it, not %q", v)
 	}
 	return n, nil
 }
@@ -363,7 +364,7 @@ func (s *Server) objectDiff(c *call) error {
 		return err
 	}
 	if c.query("from") == "" {
-		return invalidField("from", "is required: the version to compare from")
+		return fault.InvalidField("from", "is required: the version to compare from")
 	}
 	from, err := pathVersion("from", c.query("from"))
 	if err != nil {
@@ -428,7 +429,7 @@ func (s *Server) rollback(c *call) error {
 		return err
 	}
 	if req.ToVersion < 1 {
-		return invalidField("toVersion", "is required: a version number as the object's history shows it")
+		return fault.InvalidField("toVersion", "is required: a version number as the object's history shows it")
 	}
 	o, before, err := s.Policies.RollbackObject(c.ctx(), c.tenant.ID, c.principal.Name, ref, req.ToVersion, req.ResourceVersion)
 	if err != nil {

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tenancy/artifacts"
 )
@@ -107,7 +107,7 @@ func toCredential(c tenancy.Credential, now time.Time) apiv1.Credential {
 // validName checks a tenant or cluster name, naming the field.
 func validName(field, name string) error {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return invalidField(field, "%q is not a valid name: %s", name, strings.Join(errs, "; "))
+		return fault.InvalidField(field, "%q is not a valid name: %s", name, strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -120,10 +120,10 @@ func validLabels(field string, m map[string]string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return invalidField(field, "label key %q: %s", k, strings.Join(errs, "; "))
+			return fault.InvalidField(field, "label key %q: %s", k, strings.Join(errs, "; "))
 		}
 		if errs := validation.IsValidLabelValue(m[k]); len(errs) > 0 {
-			return invalidField(field, "label %q: value %q: %s", k, m[k], strings.Join(errs, "; "))
+			return fault.InvalidField(field, "label %q: value %q: %s", k, m[k], strings.Join(errs, "; "))
 		}
 	}
 	return nil
@@ -133,7 +133,7 @@ func validLabels(field string, m map[string]string) error {
 func duration(field, s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, invalidField(field, "%q is not a Go duration such as 720h or 30m", s)
+		return 0, fault.InvalidField(field, "%q is not a Go duration such as 720h or 30m", s)
 	}
 	return d, nil
 }
@@ -148,7 +148,7 @@ func expiresIn(field, s string) (*time.Time, error) {
 		return nil, err
 	}
 	if d <= 0 {
-		return nil, invalidField(field, "must be positive, not %q", s)
+		return nil, fault.InvalidField(field, "must be positive, not %q", s)
 	}
 	at := time.Now().Add(d)
 	return &at, nil
@@ -229,8 +229,8 @@ func (s *Server) cluster(c *call) (tenancy.Cluster, error) {
 	return cl, err
 }
 
-func clusterNotFound(tenant, name string) *apiError {
-	return notFound("cluster %q not found in tenant %q", name, tenant)
+func clusterNotFound(tenant, name string) *fault.Error {
+	return fault.Errorf(fault.NotFound, "cluster %q not found in tenant %q", name, tenant)
 }
 
 func (s *Server) listClusters(c *call) error {
@@ -238,7 +238,7 @@ func (s *Server) listClusters(c *call) error {
 	if raw := c.query("labelSelector"); raw != "" {
 		var err error
 		if sel, err = labels.Parse(raw); err != nil {
-			return invalidField("labelSelector", "%v", err)
+			return fault.InvalidField("labelSelector", "%v", err)
 		}
 	}
 	cs, err := s.Tenancy.ListClusters(c.ctx(), c.tenant.ID)
@@ -330,7 +330,7 @@ func (s *Server) updateCluster(c *call) error {
 	// An absent field is refused rather than read as "no labels": a PATCH
 	// that says nothing must not wipe them.
 	if in.Labels == nil {
-		return invalidField("labels", "is required; {} removes every label")
+		return fault.InvalidField("labels", "is required; {} removes every label")
 	}
 	if err := validLabels("labels", in.Labels); err != nil {
 		return err
@@ -380,9 +380,9 @@ func (s *Server) credential(c *call) (tenancy.Cluster, tenancy.Credential, error
 	raw := c.r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id <= 0 {
-		return cl, tenancy.Credential{}, invalidField("id", "must be a credential id as the credential list shows it, not %q", raw)
+		return cl, tenancy.Credential{}, fault.InvalidField("id", "must be a credential id as the credential list shows it, not %q", raw)
 	}
-	missing := notFound("credential %d not found in cluster %q", id, cl.Name)
+	missing := fault.Errorf(fault.NotFound, "credential %d not found in cluster %q", id, cl.Name)
 	cr, err := s.Tenancy.FindCredential(c.ctx(), c.tenant.ID, id)
 	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
 		return cl, cr, missing
@@ -445,15 +445,15 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 		req.typ = tenancy.CredentialToken
 	}
 	if !req.typ.Valid() {
-		return req, invalidField(prefix+"type", "must be %s, %s or %s, not %q",
+		return req, fault.InvalidField(prefix+"type", "must be %s, %s or %s, not %q",
 			apiv1.AuthToken, apiv1.AuthCertificate, apiv1.AuthBasic, in.Type)
 	}
 	if req.typ == tenancy.CredentialCertificate && !s.Tenancy.IssuesCertificates() {
-		return req, invalidField(prefix+"type", "this gateway has no client CA, so it cannot issue certificates")
+		return req, fault.InvalidField(prefix+"type", "this gateway has no client CA, so it cannot issue certificates")
 	}
 	if in.CSR != "" {
 		if req.typ != tenancy.CredentialCertificate {
-			return req, invalidField(prefix+"csr", "is only for credentials of type %s", apiv1.AuthCertificate)
+			return req, fault.InvalidField(prefix+"csr", "is only for credentials of type %s", apiv1.AuthCertificate)
 		}
 		req.csr = []byte(in.CSR)
 		if err := tenancy.CheckCSR(req.csr); err != nil {
@@ -461,7 +461,7 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 			if te := (*tenancy.Error)(nil); errors.As(err, &te) {
 				msg = te.Message
 			}
-			return req, invalidField(prefix+"csr", "%s", msg)
+			return req, fault.InvalidField(prefix+"csr", "%s", msg)
 		}
 	}
 	var err error
@@ -481,10 +481,10 @@ func (s *Server) webhookURL(field, u string) (string, error) {
 		u = s.WebhookURL
 	}
 	if u == "" {
-		return "", invalidField(field, "is required: this gateway has no default webhook URL")
+		return "", fault.InvalidField(field, "is required: this gateway has no default webhook URL")
 	}
 	if _, err := artifacts.UserName(u); err != nil {
-		return "", invalidField(field, "%v", err)
+		return "", fault.InvalidField(field, "%v", err)
 	}
 	return u, nil
 }
@@ -603,7 +603,7 @@ func (s *Server) revokeCredential(c *call) error {
 	}
 	revoked, err := s.Tenancy.RevokeCredential(c.ctx(), c.tenant.ID, cr.ID)
 	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
-		return notFound("credential %d not found in cluster %q", cr.ID, cl.Name)
+		return fault.Errorf(fault.NotFound, "credential %d not found in cluster %q", cr.ID, cl.Name)
 	}
 	if err != nil {
 		return err
@@ -632,7 +632,7 @@ func (s *Server) rotateCredential(c *call) error {
 			return err
 		}
 		if grace < 0 {
-			return invalidField("grace", "must not be negative; 0s revokes the old credential at once")
+			return fault.InvalidField("grace", "must not be negative; 0s revokes the old credential at once")
 		}
 	}
 	exp, err := expiresIn("expiresIn", in.ExpiresIn)
@@ -648,13 +648,12 @@ func (s *Server) rotateCredential(c *call) error {
 		return err
 	}
 	if old.RevokedAt != nil {
-		return &apiError{code: http.StatusConflict, reason: metav1.StatusReasonConflict,
-			msg: fmt.Sprintf("credential %d is revoked; create a new credential instead", old.ID)}
+		return fault.Errorf(fault.Conflict, "credential %d is revoked; create a new credential instead", old.ID)
 	}
 	in2, oldNow, err := s.Tenancy.RotateCredential(c.ctx(), c.tenant.ID, old.ID, grace,
 		tenancy.CredentialOptions{ExpiresAt: exp})
 	if tenancy.ErrorCode(err) == tenancy.CodeNotFound {
-		return notFound("credential %d not found in cluster %q", old.ID, cl.Name)
+		return fault.Errorf(fault.NotFound, "credential %d not found in cluster %q", old.ID, cl.Name)
 	}
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/admission"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -124,7 +125,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// After the answer, an error body would only corrupt it; the
 			// decision keeps what the apiserver was told.
 			if !answered {
-				h.fail(w, d, http.StatusInternalServerError, "internal error while evaluating the request; it was logged")
+				h.fail(w, d, fault.Errorf(fault.Internal, "internal error while evaluating the request; it was logged"))
 			}
 		}
 		if authenticated {
@@ -135,28 +136,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed: send the AdmissionReview with POST")
+		writeError(w, fault.Errorf(fault.MethodNotAllowed, "method %s not allowed: send the AdmissionReview with POST", r.Method))
 		return
 	}
 	_, step := h.startStep(spanCtx, "authenticate")
 	id, err := h.Authenticate(r)
 	endStep(step, err)
 	if err != nil {
-		code := tenancy.HTTPStatus(err)
-		var te *tenancy.Error
-		msg := "authentication failed"
-		if errors.As(err, &te) {
-			msg = te.Message // Message is safe for the caller; Reason is not.
-			h.Metrics.authFailures.WithLabelValues(te.Reason).Inc()
+		var fe *fault.Error
+		if err = legacyAuthError(err); errors.As(err, &fe) {
+			h.Metrics.authFailures.WithLabelValues(fe.Reason).Inc()
+		} else {
+			err = fault.Wrap(err, fault.Internal, "authentication failed")
 		}
-		writeError(w, code, msg)
+		// Status sends the Message; the Reason, which could tell an
+		// attacker why a credential failed, stays in the metric.
+		writeError(w, err)
 		return
 	}
 	d.TenantID, d.TenantName, d.ClusterID, d.ClusterName = id.TenantID, id.TenantName, id.ClusterID, id.ClusterName
 	authenticated = true
 
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		h.fail(w, d, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported: send application/json", ct))
+		h.fail(w, d, fault.Errorf(fault.UnsupportedMediaType, "Content-Type %q is not supported: send application/json", ct))
 		return
 	}
 	limit := h.MaxRequestBytes
@@ -175,21 +177,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		endStep(step, err)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			h.fail(w, d, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes", limit))
+			h.fail(w, d, fault.Errorf(fault.TooLarge, "the request body is larger than %d bytes", limit))
 			return
 		}
-		h.fail(w, d, http.StatusBadRequest, "reading the request body: "+err.Error())
+		h.fail(w, d, fault.Errorf(fault.BadRequest, "reading the request body: %v", err))
 		return
 	}
 	rev, err := admission.Decode(body)
 	endStep(step, err)
 	if err != nil {
-		var ae *admission.Error
-		if errors.As(err, &ae) {
-			h.fail(w, d, ae.Code, ae.Message)
-			return
-		}
-		h.fail(w, d, http.StatusBadRequest, err.Error())
+		h.fail(w, d, err) // a BadRequest that says what is wrong
 		return
 	}
 	req := rev.Request
@@ -203,11 +200,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		endStep(step, err)
 		if policystore.ErrorCode(err) == policystore.EUNAVAILABLE {
 			h.Metrics.coldUnavailable.Inc()
-			h.fail(w, d, http.StatusServiceUnavailable, "the policies of this tenant are not loaded on this replica and the policy database is unreachable; the apiserver's failurePolicy for this webhook applies")
+			h.fail(w, d, fault.Errorf(fault.Unavailable, "the policies of this tenant are not loaded on this replica and the policy database is unreachable; the apiserver's failurePolicy for this webhook applies"))
 			return
 		}
 		h.Logger.Error("loading the tenant's policies failed", "tenant", id.TenantName, "error", err)
-		h.fail(w, d, http.StatusServiceUnavailable, "the policies of this tenant could not be loaded; the apiserver's failurePolicy for this webhook applies")
+		h.fail(w, d, fault.Errorf(fault.Unavailable, "the policies of this tenant could not be loaded; the apiserver's failurePolicy for this webhook applies"))
 		return
 	}
 	d.SnapshotVersion = snap.Version
@@ -281,14 +278,15 @@ func (h *Handler) learn(id tenancy.Identity, req *evaluator.Request) {
 }
 
 // fail answers an authenticated request that could not be evaluated.
-func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, code int, msg string) {
-	d.HTTPStatus, d.Code, d.Message = code, int32(code), msg
-	if code >= 500 {
+func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, err error) {
+	st := fault.Status(err)
+	d.HTTPStatus, d.Code, d.Message = int(st.Code), st.Code, st.Message
+	if st.Code >= 500 {
 		d.Verdict = decisions.VerdictError
 	} else {
 		d.Verdict = decisions.VerdictRejected
 	}
-	writeError(w, code, msg)
+	writeStatus(w, st)
 }
 
 func (h *Handler) finish(ctx context.Context, d *decisions.Decision, results []evaluator.BindingResult, start time.Time) {
@@ -313,39 +311,33 @@ func isJSON(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// writeError sends a Kubernetes-style Status, which is what an apiserver
+// writeError sends err as a Kubernetes Status, which is what an apiserver
 // logs from a failed webhook call.
-func writeError(w http.ResponseWriter, code int, msg string) {
+func writeError(w http.ResponseWriter, err error) { writeStatus(w, fault.Status(err)) }
+
+func writeStatus(w http.ResponseWriter, st metav1.Status) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(metav1.Status{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
-		Status:   metav1.StatusFailure,
-		Code:     int32(code),
-		Reason:   metav1.StatusReason(reasonFor(code)),
-		Message:  msg,
-	})
+	w.WriteHeader(int(st.Code))
+	_ = json.NewEncoder(w).Encode(st)
 }
 
-func reasonFor(code int) string {
-	switch code {
-	case http.StatusBadRequest:
-		return string(metav1.StatusReasonBadRequest)
-	case http.StatusUnauthorized:
-		return string(metav1.StatusReasonUnauthorized)
-	case http.StatusForbidden:
-		return string(metav1.StatusReasonForbidden)
-	case http.StatusMethodNotAllowed:
-		return string(metav1.StatusReasonMethodNotAllowed)
-	case http.StatusRequestEntityTooLarge:
-		return string(metav1.StatusReasonRequestEntityTooLarge)
-	case http.StatusUnsupportedMediaType:
-		return string(metav1.StatusReasonUnsupportedMediaType)
-	case http.StatusServiceUnavailable:
-		return string(metav1.StatusReasonServiceUnavailable)
+// legacyAuthError turns the *tenancy.Error that Authenticate returns into
+// the *fault.Error it will return once tenancy uses fault; it goes then.
+func legacyAuthError(err error) error {
+	var te *tenancy.Error
+	if !errors.As(err, &te) {
+		return err
 	}
-	return string(metav1.StatusReasonInternalError)
+	code := map[tenancy.Code]fault.Code{
+		tenancy.CodeInvalid: fault.Invalid, tenancy.CodeNotFound: fault.NotFound,
+		tenancy.CodeConflict: fault.AlreadyExists, tenancy.CodeUnauthenticated: fault.Unauthenticated,
+		tenancy.CodeForbidden: fault.Forbidden, tenancy.CodeUnavailable: fault.Unavailable,
+	}[te.Code]
+	if code == "" {
+		code = fault.Internal
+	}
+	return &fault.Error{Code: code, Message: te.Message, Reason: te.Reason, Err: te.Err}
 }
 
 // newID is a UUIDv7: time-ordered, so decision ids index well.
