@@ -9,6 +9,15 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
+// Audit actions of the admin routes.
+const (
+	actionCreate = "create"
+	actionUpdate = "update"
+	actionDelete = "delete"
+	actionRevoke = "revoke"
+	actionRotate = "rotate"
+)
+
 var auditParams = append([]param{
 	{"since", "entries at or after this time: RFC 3339, or a Go duration meaning that long ago (24h)"},
 	{"until", "entries before this time: RFC 3339, or a Go duration meaning that long ago"},

@@ -271,6 +271,9 @@ func page[T any](c *call, items []T, key func(T) string) (apiv1.List[T], error) 
 	return out, nil
 }
 
+// sortKey makes ids sort as strings in numeric order, for page.
+func sortKey(id int64) string { return fmt.Sprintf("%020d", id) }
+
 // checkText refuses path segments and query parameters that are not valid
 // UTF-8 or hold a NUL: PostgreSQL cannot compare text with them, so they
 // would otherwise fail as internal errors. No name can contain them, so a

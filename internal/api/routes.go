@@ -49,7 +49,7 @@ func (s *Server) routes() []route {
 	var all []route
 	for _, group := range [][]route{
 		s.coreRoutes(),
-		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.auditRoutes(),
+		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.artifactRoutes(), s.credentialRoutes(), s.auditRoutes(),
 		s.policyRoutes(),
 		s.decisionRoutes(),
 	} {
