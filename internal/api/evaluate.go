@@ -19,6 +19,14 @@ import (
 // (10s, minus its margin for the answer) does.
 const evaluateBudget = 9 * time.Second
 
+func (s *Server) evaluateRoutes() []route {
+	return []route{
+		{method: "POST", path: clusterPath + "/evaluate", access: tenantViewer,
+			summary: "Evaluate an AdmissionReview as the webhook would for that cluster, with a trace",
+			request: apiv1.EvaluateRequest{}, response: apiv1.EvaluateResponse{}, handle: s.evaluate},
+	}
+}
+
 func (s *Server) evaluate(c *call) error {
 	cl, err := s.cluster(c)
 	if err != nil {

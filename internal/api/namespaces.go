@@ -13,6 +13,18 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
+func (s *Server) namespaceRoutes() []route {
+	return []route{
+		{method: "GET", path: clusterPath + "/namespaces", access: tenantViewer,
+			summary: "The cluster's namespace inventory", query: pagingParams,
+			response: apiv1.List[json.RawMessage]{}, handle: s.listNamespaces},
+		{method: "PUT", path: clusterPath + "/namespaces", access: tenantAdmin,
+			summary:  "Replace the cluster's namespace inventory",
+			rawBody:  "Namespace objects: a List or NamespaceList as `kubectl get namespaces -o yaml|json` prints it, or multi-document YAML",
+			response: apiv1.NamespaceImport{}, handle: s.importNamespaces},
+	}
+}
+
 func (s *Server) listNamespaces(c *call) error {
 	cl, err := s.cluster(c)
 	if err != nil {
