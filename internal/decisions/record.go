@@ -1,6 +1,7 @@
 package decisions
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -84,23 +85,14 @@ func summarize(recs []BindingRecord) (matched, denied []string, failurePolicyApp
 		if b.Outcome == OutcomeNotMatched {
 			continue
 		}
-		if !contains(matched, b.Policy) {
+		if !slices.Contains(matched, b.Policy) {
 			matched = append(matched, b.Policy)
 		}
-		if b.Denied && !contains(denied, b.Policy) {
+		if b.Denied && !slices.Contains(denied, b.Policy) {
 			denied = append(denied, b.Policy)
 		}
 	}
 	return matched, denied, failurePolicyApplied
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // clean makes a string storable: PostgreSQL refuses NUL in text and \u0000
