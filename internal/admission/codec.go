@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
@@ -24,6 +23,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // The AdmissionReview versions the gateway speaks.
@@ -32,16 +32,10 @@ const (
 	V1beta1 = "admission.k8s.io/v1beta1"
 )
 
-// Error is a request the codec refuses; Code is the HTTP status.
-type Error struct {
-	Code    int
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-func badRequest(format string, args ...any) *Error {
-	return &Error{Code: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
+// badRequest is every refusal of the codec: a *fault.Error whose Message
+// says what is wrong with the review.
+func badRequest(format string, args ...any) *fault.Error {
+	return fault.Errorf(fault.BadRequest, format, args...)
 }
 
 // Review is a decoded AdmissionReview.

@@ -2,7 +2,6 @@ package admission_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/admission"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 const podReview = `{
@@ -112,8 +112,8 @@ func TestDecodeRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := admission.Decode([]byte(tt.body))
-			e, ok := err.(*admission.Error)
-			if !ok || e.Code != http.StatusBadRequest || !strings.Contains(e.Message, tt.want) {
+			e, ok := err.(*fault.Error)
+			if !ok || e.Code != fault.BadRequest || !strings.Contains(e.Message, tt.want) {
 				t.Fatalf("Decode = %v, want 400 containing %q", err, tt.want)
 			}
 		})

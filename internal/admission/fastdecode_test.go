@@ -2,10 +2,11 @@ package admission
 
 import (
 	"encoding/json"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // decodeBoth decodes body with the fast decoder and with the general one;
@@ -30,7 +31,7 @@ func decodeBoth(t *testing.T, body []byte) {
 		t.Fatalf("%q is valid JSON, but the parser found a syntax error", body)
 	}
 	if fastErr != nil {
-		if e, ok := fastErr.(*Error); !ok || e.Code != http.StatusBadRequest {
+		if e, ok := fastErr.(*fault.Error); !ok || e.Code != fault.BadRequest {
 			t.Fatalf("%q: fast refusal %v is not a 400", body, fastErr)
 		}
 		return

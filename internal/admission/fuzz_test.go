@@ -1,10 +1,10 @@
 package admission_test
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/portcullis-dev/portcullis/internal/admission"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // FuzzDecode: no input panics the decoder, every refusal is a 400 with a
@@ -19,8 +19,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rev, err := admission.Decode(body)
 		if err != nil {
-			e, ok := err.(*admission.Error)
-			if !ok || e.Code != http.StatusBadRequest || e.Message == "" {
+			e, ok := err.(*fault.Error)
+			if !ok || e.Code != fault.BadRequest || e.Message == "" {
 				t.Fatalf("refusal %v is not a 400 with a message", err)
 			}
 			return

@@ -6,6 +6,16 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
+)
+
+// Audit actions of the admin routes.
+const (
+	actionCreate = "create"
+	actionUpdate = "update"
+	actionDelete = "delete"
+	actionRevoke = "revoke"
+	actionRotate = "rotate"
 )
 
 var auditParams = append([]param{
@@ -52,7 +62,7 @@ func (s *Server) listAudit(c *call) error {
 			return err
 		}
 		if f.Before, err = strconv.ParseInt(key, 10, 64); err != nil || f.Before <= 0 {
-			return invalidField(apiv1.QueryContinue, "is not a cursor this API returned")
+			return fault.InvalidField(apiv1.QueryContinue, "is not a cursor this API returned")
 		}
 	}
 	// One more than asked tells whether another page exists.
@@ -84,7 +94,7 @@ func queryTime(c *call, name string) (time.Time, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return time.Time{}, invalidField(name, "must be an RFC 3339 time or a positive Go duration (24h), not %q", v)
+		return time.Time{}, fault.InvalidField(name, "must be an RFC 3339 time or a positive Go duration (24h), not %q", v)
 	}
 	return time.Now().Add(-d), nil
 }

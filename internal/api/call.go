@@ -5,18 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"runtime/debug"
 	"strconv"
-	"strings"
-	"unicode/utf8"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
-	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/pgtext"
@@ -64,11 +57,10 @@ func (c *call) body() ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.maxBody()))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, &apiError{code: http.StatusRequestEntityTooLarge, reason: metav1.StatusReasonRequestEntityTooLarge,
-			msg: fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit)}
+		return nil, fault.Errorf(fault.TooLarge, "request body is larger than %d bytes", tooLarge.Limit)
 	}
 	if err != nil {
-		return nil, badRequest("reading the request body: %v", err)
+		return nil, fault.Errorf(fault.BadRequest, "reading the request body: %v", err)
 	}
 	return b, nil
 }
@@ -81,22 +73,22 @@ func (c *call) decode(v any) error {
 		return err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
-		return badRequest("a JSON request body is required")
+		return fault.Errorf(fault.BadRequest, "a JSON request body is required")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequest("invalid JSON body: %v", err)
+		return fault.Errorf(fault.BadRequest, "invalid JSON body: %v", err)
 	}
 	if dec.More() {
-		return badRequest("invalid JSON body: more than one JSON value")
+		return fault.Errorf(fault.BadRequest, "invalid JSON body: more than one JSON value")
 	}
 	errs, err := pgtext.JSONErrors(b)
 	if err != nil {
-		return badRequest("invalid JSON body: %v", err)
+		return fault.Errorf(fault.BadRequest, "invalid JSON body: %v", err)
 	}
 	if len(errs) > 0 {
-		return invalidField(errs[0].Field, "%s", errs[0].Detail)
+		return fault.InvalidField(errs[0].Field, "%s", errs[0].Detail)
 	}
 	return nil
 }
@@ -111,7 +103,7 @@ func (c *call) queryBool(name string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, invalidField(name, "must be true or false, not %q", v)
+		return false, fault.InvalidField(name, "must be true or false, not %q", v)
 	}
 	return b, nil
 }
@@ -124,7 +116,7 @@ func (c *call) queryInt(name string, def int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, invalidField(name, "must be an integer, not %q", v)
+		return 0, fault.InvalidField(name, "must be an integer, not %q", v)
 	}
 	return n, nil
 }
@@ -144,154 +136,10 @@ func (c *call) audit(e auditlog.Entry) {
 	}
 }
 
-// handle authenticates, authorizes, resolves {tenant} and runs rt.
-func (s *Server) handle(rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := &call{s: s, w: w, r: r, rt: rt}
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				s.Logger.Error("panic in admin API handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()),
-					"method", r.Method, "path", r.URL.Path)
-				s.writeError(w, r, errors.New("panic"))
-			}
-		}()
-		if err := checkText(c); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if err := s.authorize(c); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if err := rt.handle(c); err != nil {
-			s.writeError(w, r, err)
-		}
-	})
-}
-
-func (s *Server) authorize(c *call) error {
-	if c.rt.access == public {
-		return nil
-	}
-	token, ok := strings.CutPrefix(c.r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return &apiError{code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized,
-			msg: "an admin token is required: Authorization: Bearer <token>"}
-	}
-	p, err := s.Tokens.Authenticate(c.ctx(), strings.TrimSpace(token))
-	if errors.Is(err, adminauth.ErrUnauthenticated) {
-		return &apiError{code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized, msg: err.Error()}
-	}
-	if err != nil {
-		return unavailable("the token store is unavailable; retry shortly", err)
-	}
-	c.principal = p
-	switch c.rt.access {
-	case authenticated:
-		return nil
-	case operatorOnly:
-		if !p.Operator() {
-			return forbidden("this call needs an operator token; %q is a %s token of tenant %q", p.Name, p.Role, p.TenantName)
-		}
-		if c.r.PathValue("tenant") == "" {
-			return nil
-		}
-	}
-	// A route whose path has {tenant} gets it resolved.
-	name := c.r.PathValue("tenant")
-	t, err := s.resolveTenant(c, name)
-	if err != nil {
-		return err
-	}
-	c.tenant = t
-	if c.rt.access == tenantAdmin && !p.Operator() && p.Role != adminauth.RoleAdmin {
-		return forbidden("this call changes tenant %q and needs an admin token; %q is a %s token", name, p.Name, p.Role)
-	}
-	return nil
-}
-
-// resolveTenant finds a tenant named by a call. A token of another tenant
-// learns nothing, not even that the tenant exists.
-func (s *Server) resolveTenant(c *call, name string) (tenancy.Tenant, error) {
-	p := c.principal
-	if !p.Operator() && name != p.TenantName {
-		return tenancy.Tenant{}, tenantNotFound(name)
-	}
-	t, err := s.Tenancy.FindTenantByName(c.ctx(), name)
-	if fault.ErrorCode(err) == fault.NotFound {
-		return t, tenantNotFound(name)
-	}
-	return t, err
-}
-
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
-}
-
-// limit is the ?limit= of a listing, between 1 and apiv1.MaxLimit.
-func (c *call) limit() (int64, error) {
-	limit, err := c.queryInt(apiv1.QueryLimit, apiv1.DefaultLimit)
-	if err != nil {
-		return 0, err
-	}
-	if limit < 1 || limit > apiv1.MaxLimit {
-		return 0, invalidField(apiv1.QueryLimit, "must be between 1 and %d", apiv1.MaxLimit)
-	}
-	return limit, nil
-}
-
-// page cuts one page out of items, which are sorted by key (ascending and
-// unique): the page starts after the cursor. Keys are opaque to clients.
-func page[T any](c *call, items []T, key func(T) string) (apiv1.List[T], error) {
-	limit, err := c.limit()
-	if err != nil {
-		return apiv1.List[T]{}, err
-	}
-	start := 0
-	if cur := c.query(apiv1.QueryContinue); cur != "" {
-		after, err := decodeCursor(cur)
-		if err != nil {
-			return apiv1.List[T]{}, err
-		}
-		for start < len(items) && key(items[start]) <= after {
-			start++
-		}
-	}
-	end := min(start+int(limit), len(items))
-	out := apiv1.List[T]{Items: items[start:end]}
-	if out.Items == nil {
-		out.Items = []T{}
-	}
-	if end < len(items) {
-		out.Continue = encodeCursor(key(items[end-1]))
-	}
-	return out, nil
-}
-
-// checkText refuses path segments and query parameters that are not valid
-// UTF-8 or hold a NUL: PostgreSQL cannot compare text with them, so they
-// would otherwise fail as internal errors. No name can contain them, so a
-// path segment is answered as not found.
-func checkText(c *call) error {
-	ok := func(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
-	for _, m := range pathParam.FindAllStringSubmatch(c.rt.path, -1) {
-		if v := c.r.PathValue(m[1]); !ok(v) {
-			return notFound("no %s named %q", m[1], v)
-		}
-	}
-	for name, vs := range c.r.URL.Query() {
-		for _, v := range vs {
-			if !ok(name) || !ok(v) {
-				return invalidField(strings.ToValidUTF8(name, "\ufffd"), "must be valid UTF-8 without NUL characters")
-			}
-		}
-	}
-	return nil
 }

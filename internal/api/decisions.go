@@ -5,6 +5,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 var decisionWindow = []param{
@@ -67,7 +68,7 @@ func (s *Server) decisionStats(c *call) error {
 	}
 	if b := c.query("bucket"); b != "" {
 		if q.Bucket, err = time.ParseDuration(b); err != nil {
-			return invalidField("bucket", "must be a Go duration (1m, 1h, 24h), not %q", b)
+			return fault.InvalidField("bucket", "must be a Go duration (1m, 1h, 24h), not %q", b)
 		}
 	}
 	stats, err := s.Decisions.Stats(c.ctx(), c.tenant.ID, q)

@@ -35,11 +35,11 @@ func (e *env) decision(tenantName string, tenantID int64, cluster string, at tim
 		TenantID: tenantID, TenantName: tenantName, ClusterID: 1, ClusterName: cluster,
 		UID: uuid.NewString(), Operation: "CREATE", Version: "v1", Resource: "pods", Kind: "Pod",
 		Namespace: "shop", Name: "web", UserName: "alice", Verdict: decisions.VerdictAllowed, HTTPStatus: 200,
-		Bindings: []evaluator.BindingResult{{Policy: "require-team", Binding: "require-team", Outcome: evaluator.OutcomePass}}}
+		Bindings: []decisions.BindingRecord{{Policy: "require-team", Binding: "require-team", Outcome: string(evaluator.OutcomePass)}}}
 	if deniedBy != "" {
 		d.Verdict, d.Code, d.Message = decisions.VerdictDenied, 403, "denied by "+deniedBy
-		d.Bindings = append(d.Bindings, evaluator.BindingResult{Policy: deniedBy, Binding: deniedBy,
-			Outcome: evaluator.OutcomeViolation, Denied: true})
+		d.Bindings = append(d.Bindings, decisions.BindingRecord{Policy: deniedBy, Binding: deniedBy,
+			Outcome: string(evaluator.OutcomeViolation), Denied: true})
 	}
 	return d
 }

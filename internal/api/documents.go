@@ -11,6 +11,8 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // splitObjects reads a body of Kubernetes objects, as kubectl apply -f
@@ -23,7 +25,7 @@ import (
 func splitObjects(body []byte, list string) ([][]byte, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, badRequest("the request body is empty: send Kubernetes objects as YAML or JSON")
+		return nil, fault.Errorf(fault.BadRequest, "the request body is empty: send Kubernetes objects as YAML or JSON")
 	}
 	var (
 		out [][]byte
@@ -33,7 +35,7 @@ func splitObjects(body []byte, list string) ([][]byte, error) {
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		chunks, jsonErr := jsonChunks(trimmed)
 		if jsonErr != nil {
-			return nil, invalidField(fmt.Sprintf("%s[%d]", list, len(chunks)), "invalid JSON: %v", jsonErr)
+			return nil, fault.InvalidField(fmt.Sprintf("%s[%d]", list, len(chunks)), "invalid JSON: %v", jsonErr)
 		}
 		out, err = objects(chunks, list)
 	} else {
@@ -43,7 +45,7 @@ func splitObjects(body []byte, list string) ([][]byte, error) {
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, badRequest("the request body holds no objects: only empty or comment-only documents, or empty Lists")
+		return nil, fault.Errorf(fault.BadRequest, "the request body holds no objects: only empty or comment-only documents, or empty Lists")
 	}
 	return out, nil
 }
@@ -52,7 +54,7 @@ func splitObjects(body []byte, list string) ([][]byte, error) {
 func objects(chunks [][]byte, list string) ([][]byte, error) {
 	var out [][]byte
 	bad := func(format string, args ...any) error {
-		return invalidField(fmt.Sprintf("%s[%d]", list, len(out)), format, args...)
+		return fault.InvalidField(fmt.Sprintf("%s[%d]", list, len(out)), format, args...)
 	}
 	var add func(v any) error
 	add = func(v any) error {

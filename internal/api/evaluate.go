@@ -11,13 +11,21 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/admission"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
-	"github.com/portcullis-dev/portcullis/internal/webhook"
 )
 
 // evaluateBudget bounds one evaluation as the webhook's default ?timeout
 // (10s, minus its margin for the answer) does.
 const evaluateBudget = 9 * time.Second
+
+func (s *Server) evaluateRoutes() []route {
+	return []route{
+		{method: "POST", path: clusterPath + "/evaluate", access: tenantViewer,
+			summary: "Evaluate an AdmissionReview as the webhook would for that cluster, with a trace",
+			request: apiv1.EvaluateRequest{}, response: apiv1.EvaluateResponse{}, handle: s.evaluate},
+	}
+}
 
 func (s *Server) evaluate(c *call) error {
 	cl, err := s.cluster(c)
@@ -29,15 +37,15 @@ func (s *Server) evaluate(c *call) error {
 		return err
 	}
 	if len(req.Review) == 0 || string(req.Review) == "null" {
-		return invalidField("review", "is required: the AdmissionReview as an apiserver would send it")
+		return fault.InvalidField("review", "is required: the AdmissionReview as an apiserver would send it")
 	}
 	rev, err := admission.Decode(req.Review)
 	if err != nil {
-		var ae *admission.Error
-		if errors.As(err, &ae) {
-			return invalidField("review", "%s", ae.Message)
+		var fe *fault.Error
+		if errors.As(err, &fe) {
+			return fault.InvalidField("review", "%s", fe.Message)
 		}
-		return invalidField("review", "%v", err)
+		return fault.InvalidField("review", "%v", err)
 	}
 	candidate := len(req.Objects) > 0 || req.Replace
 	var snap *policystore.Snapshot
@@ -70,7 +78,7 @@ func (s *Server) evaluate(c *call) error {
 	if inv, err := s.Namespaces(ctx, c.tenant.ID, cl.ID); err == nil && inv != nil {
 		nss = inv
 	}
-	res, out := webhook.Answer(ctx, rev, snap.Compiled, nss, evaluator.WithTrace())
+	res, out := admission.Answer(ctx, rev, snap.Compiled, nss, evaluator.WithTrace())
 	// Compact, unlike other answers: an indenting encoder would re-indent
 	// the review, which must stay byte for byte the webhook's.
 	b, err := json.Marshal(apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate})

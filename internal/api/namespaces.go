@@ -10,7 +10,20 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
+
+func (s *Server) namespaceRoutes() []route {
+	return []route{
+		{method: "GET", path: clusterPath + "/namespaces", access: tenantViewer,
+			summary: "The cluster's namespace inventory", query: pagingParams,
+			response: apiv1.List[json.RawMessage]{}, handle: s.listNamespaces},
+		{method: "PUT", path: clusterPath + "/namespaces", access: tenantAdmin,
+			summary:  "Replace the cluster's namespace inventory",
+			rawBody:  "Namespace objects: a List or NamespaceList as `kubectl get namespaces -o yaml|json` prints it, or multi-document YAML",
+			response: apiv1.NamespaceImport{}, handle: s.importNamespaces},
+	}
+}
 
 func (s *Server) listNamespaces(c *call) error {
 	cl, err := s.cluster(c)
@@ -56,12 +69,12 @@ func (s *Server) importNamespaces(c *call) error {
 		err := json.Unmarshal(js, ns)
 		switch {
 		case ns.Kind != "Namespace":
-			return invalidField(fmt.Sprintf("items[%d].kind", i),
+			return fault.InvalidField(fmt.Sprintf("items[%d].kind", i),
 				"must be Namespace, not %q: the inventory holds Namespace objects only", ns.Kind)
 		case ns.APIVersion != "v1":
-			return invalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be v1, not %q", ns.APIVersion)
+			return fault.InvalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be v1, not %q", ns.APIVersion)
 		case err != nil:
-			return invalidField(fmt.Sprintf("items[%d]", i), "not a valid Namespace: %v", err)
+			return fault.InvalidField(fmt.Sprintf("items[%d]", i), "not a valid Namespace: %v", err)
 		}
 		nss[i] = ns
 	}

@@ -3,19 +3,15 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 )
 
@@ -27,13 +23,6 @@ var objectParams = []param{
 }
 
 func (s *Server) policyRoutes() []route {
-	with := func(ps ...[]param) []param {
-		var out []param
-		for _, p := range ps {
-			out = append(out, p...)
-		}
-		return out
-	}
 	return []route{
 		{method: "POST", path: "/api/v1/tenants/{tenant}/apply", access: tenantAdmin,
 			summary:  "Create or update policies, bindings and params, all or nothing",
@@ -42,7 +31,7 @@ func (s *Server) policyRoutes() []route {
 			response: apiv1.ApplyResult{}, handle: s.apply},
 		{method: "GET", path: "/api/v1/tenants/{tenant}/objects", access: tenantViewer,
 			summary: "List the tenant's stored objects",
-			query: with([]param{
+			query: joinParams([]param{
 				{"type", "policies (ValidatingAdmissionPolicy, MutatingAdmissionPolicy), bindings or params (every other kind)"},
 				{"kind", "a kind, case-insensitive, or vap, vapb, map, mapb"},
 				{"labelSelector", "a Kubernetes label selector"},
@@ -51,34 +40,11 @@ func (s *Server) policyRoutes() []route {
 		{method: "GET", path: objectPath, access: tenantViewer, summary: "One stored object",
 			query: objectParams, response: json.RawMessage{}, handle: s.getObject},
 		{method: "DELETE", path: objectPath, access: tenantAdmin, summary: "Delete an object (its history is kept)",
-			query: with(objectParams, []param{
+			query: joinParams(objectParams, []param{
 				{"resourceVersion", "delete only if this is still the object's resourceVersion (else 409)"},
 				{"dryRun", "true: check, write nothing"},
 			}),
 			response: apiv1.ApplyItem{}, handle: s.deleteObject},
-		{method: "GET", path: objectPath + "/history", access: tenantViewer, summary: "An object's versions, newest first",
-			query: with(objectParams, pagingParams), response: apiv1.List[apiv1.Version]{}, handle: s.objectHistory},
-		{method: "GET", path: objectPath + "/versions/{version}", access: tenantViewer, summary: "One version of an object, with its body",
-			query: objectParams, response: apiv1.Version{}, handle: s.objectVersion},
-		{method: "GET", path: objectPath + "/diff", access: tenantViewer, summary: "A unified diff of two versions' YAML",
-			query: with(objectParams, []param{
-				{"from", "the older version (required)"},
-				{"to", "the newer version; the current one when absent"},
-			}),
-			response: apiv1.Diff{}, handle: s.objectDiff},
-		{method: "POST", path: objectPath + "/rollback", access: tenantAdmin,
-			summary: "Write a new version equal to an earlier one",
-			query:   objectParams, request: apiv1.Rollback{}, response: apiv1.ApplyItem{}, handle: s.rollback},
-		{method: "GET", path: "/api/v1/tenants/{tenant}/clusters/{cluster}/namespaces", access: tenantViewer,
-			summary: "The cluster's namespace inventory", query: pagingParams,
-			response: apiv1.List[json.RawMessage]{}, handle: s.listNamespaces},
-		{method: "PUT", path: "/api/v1/tenants/{tenant}/clusters/{cluster}/namespaces", access: tenantAdmin,
-			summary:  "Replace the cluster's namespace inventory",
-			rawBody:  "Namespace objects: a List or NamespaceList as `kubectl get namespaces -o yaml|json` prints it, or multi-document YAML",
-			response: apiv1.NamespaceImport{}, handle: s.importNamespaces},
-		{method: "POST", path: "/api/v1/tenants/{tenant}/clusters/{cluster}/evaluate", access: tenantViewer,
-			summary: "Evaluate an AdmissionReview as the webhook would for that cluster, with a trace",
-			request: apiv1.EvaluateRequest{}, response: apiv1.EvaluateResponse{}, handle: s.evaluate},
 	}
 }
 
@@ -197,7 +163,7 @@ func (s *Server) resolveKind(c *call, kind string) (schema.GroupKind, error) {
 	for i, gk := range matches {
 		names[i] = fmt.Sprintf("%s in group %q", gk.Kind, gk.Group)
 	}
-	return schema.GroupKind{}, invalidField("group", "kind %q is stored as %s; say which with ?group=", kind, strings.Join(names, " and "))
+	return schema.GroupKind{}, fault.InvalidField("group", "kind %q is stored as %s; say which with ?group=", kind, strings.Join(names, " and "))
 }
 
 // objectRef resolves the {kind}/{name} of the path.
@@ -215,7 +181,7 @@ func (s *Server) listObjects(c *call) error {
 	switch typ {
 	case "", apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams:
 	default:
-		return invalidField("type", "must be %s, %s or %s, not %q", apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams, typ)
+		return fault.InvalidField("type", "must be %s, %s or %s, not %q", apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams, typ)
 	}
 	opts := policystore.ListOptions{Namespace: q.Get("namespace"), LabelSelector: q.Get("labelSelector")}
 	// ListOptions cannot ask for the core group (""), so the group is
@@ -291,10 +257,10 @@ func (s *Server) deleteObject(c *call) error {
 	}
 	res, err := s.Policies.Delete(c.ctx(), c.tenant.ID, c.principal.Name, ref,
 		policystore.DeleteOptions{ResourceVersion: c.query("resourceVersion"), DryRun: dryRun})
+	v, before := res.Tombstone, res.VersionBefore
 	if err != nil {
 		return err
 	}
-	v, before := res.Tombstone, res.VersionBefore
 	if !dryRun {
 		c.audit(auditlog.Entry{Action: actionDelete, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 			VersionBefore: versionPtr(before), VersionAfter: versionPtr(v.Version),
@@ -302,144 +268,4 @@ func (s *Server) deleteObject(c *call) error {
 	}
 	return c.json(apiv1.ApplyItem{APIVersion: v.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 		Action: apiv1.ActionDeleted, ResourceVersion: v.Version})
-}
-
-func (s *Server) objectHistory(c *call) error {
-	ref, err := s.objectRef(c)
-	if err != nil {
-		return err
-	}
-	vs, err := s.Policies.History(c.ctx(), c.tenant.ID, ref)
-	if err != nil {
-		return err
-	}
-	items := make([]apiv1.Version, len(vs))
-	for i, v := range vs {
-		items[i] = wireVersion(v, false) // the history lists versions, not their objects
-	}
-	// Newest first: the cursor key grows as the version shrinks.
-	list, err := page(c, items, func(v apiv1.Version) string { return fmt.Sprintf("%020d", math.MaxInt64-v.Version) })
-	if err != nil {
-		return err
-	}
-	return c.json(list)
-}
-
-func wireVersion(v *policystore.Version, withObject bool) apiv1.Version {
-	out := apiv1.Version{Version: v.Version, Operation: v.Operation, Author: v.Author, Time: v.CreatedAt,
-		APIVersion: v.APIVersion, RollbackOf: v.RollbackOf}
-	if withObject && v.Object != nil {
-		out.Object, _ = v.Object.MarshalJSON()
-	}
-	return out
-}
-
-// pathVersion reads a version number from the path or the query.
-func pathVersion(name, v string) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 1 {
-		return 0, invalidField(name, "must be a version number as the object's history shows it, not %q", v)
-	}
-	return n, nil
-}
-
-func (s *Server) objectVersion(c *call) error {
-	ref, err := s.objectRef(c)
-	if err != nil {
-		return err
-	}
-	n, err := pathVersion("version", c.r.PathValue("version"))
-	if err != nil {
-		return err
-	}
-	v, err := s.Policies.GetVersion(c.ctx(), c.tenant.ID, ref, n)
-	if err != nil {
-		return err
-	}
-	return c.json(wireVersion(v, true))
-}
-
-func (s *Server) objectDiff(c *call) error {
-	ref, err := s.objectRef(c)
-	if err != nil {
-		return err
-	}
-	if c.query("from") == "" {
-		return invalidField("from", "is required: the version to compare from")
-	}
-	from, err := pathVersion("from", c.query("from"))
-	if err != nil {
-		return err
-	}
-	a, err := s.Policies.GetVersion(c.ctx(), c.tenant.ID, ref, from)
-	if err != nil {
-		return err
-	}
-	var b *policystore.Version
-	if c.query("to") == "" {
-		vs, err := s.Policies.History(c.ctx(), c.tenant.ID, ref)
-		if err != nil {
-			return err
-		}
-		b = vs[0]
-	} else {
-		to, err := pathVersion("to", c.query("to"))
-		if err != nil {
-			return err
-		}
-		if b, err = s.Policies.GetVersion(c.ctx(), c.tenant.ID, ref, to); err != nil {
-			return err
-		}
-	}
-	ya, err := versionYAML(a.Object)
-	if err != nil {
-		return err
-	}
-	yb, err := versionYAML(b.Object)
-	if err != nil {
-		return err
-	}
-	diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(ya), B: difflib.SplitLines(yb),
-		FromFile: fmt.Sprintf("%s (version %d)", ref, a.Version),
-		ToFile:   fmt.Sprintf("%s (version %d)", ref, b.Version),
-		Context:  3,
-	})
-	if err != nil {
-		return err
-	}
-	return c.json(apiv1.Diff{From: a.Version, To: b.Version, Diff: diff})
-}
-
-// versionYAML renders a version for diffing; a deletion is empty.
-func versionYAML(u *unstructured.Unstructured) (string, error) {
-	if u == nil {
-		return "", nil
-	}
-	b, err := yaml.Marshal(u.Object)
-	return string(b), err
-}
-
-func (s *Server) rollback(c *call) error {
-	ref, err := s.objectRef(c)
-	if err != nil {
-		return err
-	}
-	var req apiv1.Rollback
-	if err := c.decode(&req); err != nil {
-		return err
-	}
-	if req.ToVersion < 1 {
-		return invalidField("toVersion", "is required: a version number as the object's history shows it")
-	}
-	res, err := s.Policies.Rollback(c.ctx(), c.tenant.ID, c.principal.Name, ref,
-		policystore.RollbackOptions{ToVersion: req.ToVersion, ResourceVersion: req.ResourceVersion})
-	if err != nil {
-		return err
-	}
-	o, before := res.Object, res.VersionBefore
-	c.audit(auditlog.Entry{Action: "rollback", Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
-		VersionBefore: versionPtr(before), VersionAfter: versionPtr(o.ResourceVersion),
-		Detail: map[string]any{"group": o.Group, "toVersion": req.ToVersion}})
-	return c.json(applyItem(0, o, apiv1.ActionRolledBack, o.ResourceVersion))
 }

@@ -38,6 +38,15 @@ type route struct {
 
 type param struct{ name, description string }
 
+// joinParams is the parameters of several lists, in order.
+func joinParams(ps ...[]param) []param {
+	var out []param
+	for _, p := range ps {
+		out = append(out, p...)
+	}
+	return out
+}
+
 var pagingParams = []param{
 	{apiv1.QueryLimit, "page size (default 100, at most 1000)"},
 	{apiv1.QueryContinue, "the cursor returned as `continue` by the previous page"},
@@ -49,8 +58,8 @@ func (s *Server) routes() []route {
 	var all []route
 	for _, group := range [][]route{
 		s.coreRoutes(),
-		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.auditRoutes(),
-		s.policyRoutes(),
+		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.artifactRoutes(), s.credentialRoutes(), s.auditRoutes(),
+		s.policyRoutes(), s.versionRoutes(), s.namespaceRoutes(), s.evaluateRoutes(),
 		s.decisionRoutes(),
 	} {
 		all = append(all, group...)

@@ -15,6 +15,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
@@ -52,7 +53,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.method+" "+rt.path, s.handle(rt))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, notFound("no route for %s %s; GET /api/v1/openapi.json lists them", r.Method, r.URL.Path))
+		s.writeError(w, r, fault.Errorf(fault.NotFound, "no route for %s %s; GET /api/v1/openapi.json lists them", r.Method, r.URL.Path))
 	})
 	return mux
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
@@ -44,7 +45,7 @@ func toToken(t adminauth.Token) apiv1.Token {
 func tokenManager(c *call) error {
 	p := c.principal
 	if !p.Operator() && p.Role != adminauth.RoleAdmin {
-		return forbidden("managing admin tokens needs an admin or operator token; %q is a %s token", p.Name, p.Role)
+		return fault.Errorf(fault.Forbidden, "managing admin tokens needs an admin or operator token; %q is a %s token", p.Name, p.Role)
 	}
 	return nil
 }
@@ -88,13 +89,13 @@ func (s *Server) listTokens(c *call) error {
 func validTokenName(name string) error {
 	switch {
 	case name == "":
-		return invalidField("name", "is required")
+		return fault.InvalidField("name", "is required")
 	case utf8.RuneCountInString(name) > 100:
-		return invalidField("name", "must be at most 100 characters")
+		return fault.InvalidField("name", "must be at most 100 characters")
 	}
 	for _, r := range name {
 		if !unicode.IsPrint(r) {
-			return invalidField("name", "must be printable text, not %q", name)
+			return fault.InvalidField("name", "must be printable text, not %q", name)
 		}
 	}
 	return nil
@@ -115,21 +116,21 @@ func (s *Server) createToken(c *call) error {
 	switch in.Role {
 	case apiv1.RoleOperator:
 		if !c.principal.Operator() {
-			return forbidden("only an operator may create an operator token")
+			return fault.Errorf(fault.Forbidden, "only an operator may create an operator token")
 		}
 		if in.Tenant != "" {
-			return invalidField("tenant", "must be empty for an operator token, which is not scoped to a tenant")
+			return fault.InvalidField("tenant", "must be empty for an operator token, which is not scoped to a tenant")
 		}
 	case apiv1.RoleAdmin, apiv1.RoleViewer:
 		if in.Tenant == "" {
-			return invalidField("tenant", "is required for a %s token", in.Role)
+			return fault.InvalidField("tenant", "is required for a %s token", in.Role)
 		}
 		var err error
 		if tenant, err = s.resolveTenant(c, in.Tenant); err != nil {
 			return err
 		}
 	default:
-		return invalidField("role", "must be %s, %s or %s, not %q", apiv1.RoleOperator, apiv1.RoleAdmin, apiv1.RoleViewer, in.Role)
+		return fault.InvalidField("role", "must be %s, %s or %s, not %q", apiv1.RoleOperator, apiv1.RoleAdmin, apiv1.RoleViewer, in.Role)
 	}
 	exp, err := expiresIn("expiresIn", in.ExpiresIn)
 	if err != nil {
@@ -141,7 +142,7 @@ func (s *Server) createToken(c *call) error {
 		case exp == nil:
 			exp = limit
 		case exp.After(*limit):
-			return invalidField("expiresIn", "must not go beyond %s, when the token creating it expires",
+			return fault.InvalidField("expiresIn", "must not go beyond %s, when the token creating it expires",
 				limit.UTC().Format(time.RFC3339))
 		}
 	}
@@ -162,13 +163,13 @@ func (s *Server) revokeToken(c *call) error {
 	raw := c.r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id <= 0 {
-		return invalidField("id", "must be a token id as the token list shows it, not %q", raw)
+		return fault.InvalidField("id", "must be a token id as the token list shows it, not %q", raw)
 	}
 	// Scoped in the store: a tenant admin cannot reach another tenant's
 	// token, nor an operator token.
 	tok, err := s.Tokens.Revoke(c.ctx(), c.principal.TenantID, id)
 	if errors.Is(err, adminauth.ErrNotFound) {
-		return notFound("admin token %d not found", id)
+		return fault.Errorf(fault.NotFound, "admin token %d not found", id)
 	}
 	if err != nil {
 		return err

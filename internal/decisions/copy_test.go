@@ -13,8 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // columnOIDs are the types of the decisions table's columns, by name.
@@ -48,19 +46,19 @@ func copyOracleDecisions() []*Decision {
 		d.Reason, d.Message, d.Instance = s, s, s
 		d.UserGroups = []string{s, "", s + "x"}
 		d.Warnings = tricky[:i]
-		d.AuditAnnotations = []evaluator.AuditAnnotation{{Key: s, Value: s}, {Key: "k", Value: s}}
-		d.Bindings = append(d.Bindings, evaluator.BindingResult{Policy: s, Binding: s, Param: s, Outcome: evaluator.OutcomeError,
+		d.AuditAnnotations = []AuditAnnotation{{Key: s, Value: s}, {Key: "k", Value: s}}
+		d.Bindings = append(d.Bindings, BindingRecord{Policy: s, Binding: s, Param: s, Outcome: "Error",
 			FailurePolicyApplied: i%2 == 0, Timeout: true, Error: s, Messages: []string{s}})
 		ds = append(ds, d)
 	}
 	nilSlices := decision(now)
 	nilSlices.UserGroups, nilSlices.Warnings, nilSlices.Bindings, nilSlices.AuditAnnotations = nil, nil, nil, nil
 	empty := decision(now)
-	empty.UserGroups, empty.Warnings, empty.Bindings, empty.AuditAnnotations = []string{}, []string{}, []evaluator.BindingResult{}, []evaluator.AuditAnnotation{}
+	empty.UserGroups, empty.Warnings, empty.Bindings, empty.AuditAnnotations = []string{}, []string{}, []BindingRecord{}, []AuditAnnotation{}
 	many := decision(now)
 	for i := range 300 {
 		p := "p" + strings.Repeat("x", i%7)
-		many.Bindings = append(many.Bindings, evaluator.BindingResult{Policy: p, Binding: p, Outcome: evaluator.OutcomeViolation, Denied: i%3 == 0})
+		many.Bindings = append(many.Bindings, BindingRecord{Policy: p, Binding: p, Outcome: "Violation", Denied: i%3 == 0})
 		many.UserGroups = append(many.UserGroups, p)
 	}
 	// Every text field different, so that two columns swapped show.
@@ -226,7 +224,7 @@ func TestCopySQL(t *testing.T) {
 // allocation.
 func TestCopyRowAllocations(t *testing.T) {
 	d := denied(decision(time.Now()), "no-latest")
-	d.AuditAnnotations = []evaluator.AuditAnnotation{{Key: "k", Value: "v"}}
+	d.AuditAnnotations = []AuditAnnotation{{Key: "k", Value: "v"}}
 	d.Warnings = []string{"w"}
 	buf := make([]byte, 0, 64<<10)
 	var err error

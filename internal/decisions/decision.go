@@ -6,8 +6,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // Verdict is the outcome of one request.
@@ -58,14 +56,30 @@ type Decision struct {
 	Message  string
 	Warnings []string
 	// AuditAnnotations keep the evaluator's (the apiserver plugin's) keys.
-	AuditAnnotations []evaluator.AuditAnnotation
-	Bindings         []evaluator.BindingResult
+	AuditAnnotations []AuditAnnotation
+	// Bindings are the evaluated bindings, as the evaluator reported them;
+	// the recorder cleans their text when it stores them.
+	Bindings         []BindingRecord
 	UnknownNamespace string
 	TimedOut         bool
 
 	SnapshotVersion int64
 	Latency         time.Duration
 }
+
+// AuditAnnotation is one audit annotation of a decision, in the order the
+// bindings gave them; a repeated key keeps its last value when stored.
+type AuditAnnotation struct {
+	Key   string
+	Value string
+}
+
+// OutcomeNotMatched is the outcome of a binding whose matchConditions did
+// not hold. Outcomes are the evaluator's words, stored as given; this one
+// is spelled here because a binding with it does not count as a policy
+// that matched (the policies column). The webhook's tests keep it equal to
+// the evaluator's.
+const OutcomeNotMatched = "NotMatched"
 
 // Recorder takes decisions. Record must never block the request.
 type Recorder interface {

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -29,14 +29,14 @@ func decision(t time.Time) *Decision {
 		Kind: "Pod", Namespace: "default", Name: fmt.Sprintf("web-%d", n),
 		UserName: "alice", UserGroups: []string{"system:authenticated"},
 		Verdict: VerdictAllowed, HTTPStatus: 200, SnapshotVersion: 3, Latency: 1500 * time.Microsecond,
-		Bindings: []evaluator.BindingResult{{Policy: "require-team", Binding: "require-team", Outcome: evaluator.OutcomePass}},
+		Bindings: []BindingRecord{{Policy: "require-team", Binding: "require-team", Outcome: "Pass"}},
 	}
 }
 
 // denied makes d a denial by policy.
 func denied(d *Decision, policy string) *Decision {
 	d.Verdict, d.Code, d.Reason, d.Message = VerdictDenied, 403, "Forbidden", "denied by "+policy
-	d.Bindings = append(d.Bindings, evaluator.BindingResult{Policy: policy, Binding: policy, Outcome: evaluator.OutcomeViolation,
+	d.Bindings = append(d.Bindings, BindingRecord{Policy: policy, Binding: policy, Outcome: "Violation",
 		Denied: true, Messages: []string{"no"}})
 	return d
 }
@@ -77,23 +77,28 @@ func (f *fixture) rows(t testing.TB) (n, distinct int) {
 	return n, distinct
 }
 
-// waitRows waits until want rows are stored, and fails if any id repeats.
+// waitRows waits until want rows are stored, and fails at once if any id
+// repeats or there are more.
 func (f *fixture) waitRows(t *testing.T, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		n, distinct := f.rows(t)
+	n, done := 0, false
+	defer func() {
+		if !done { // Eventually gave up: say how far it got
+			t.Logf("%d rows stored, want %d", n, want)
+		}
+	}()
+	testutil.Eventually(t, 0, fmt.Sprintf("%d rows", want), func() bool {
+		var distinct int
+		n, distinct = f.rows(t)
 		if n != distinct {
 			t.Fatalf("%d rows but %d distinct ids", n, distinct)
 		}
-		if n == want {
-			return
-		}
-		if n > want || time.Now().After(deadline) {
+		if n > want {
 			t.Fatalf("%d rows stored, want %d", n, want)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n == want
+	})
+	done = true
 }
 
 // insert stores decisions directly.

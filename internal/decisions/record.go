@@ -1,11 +1,10 @@
 package decisions
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // Record is a stored decision as the admin API shows it.
@@ -39,8 +38,9 @@ type Record struct {
 	SnapshotVersion  int64             `json:"snapshotVersion"`
 }
 
-// BindingRecord is one matched binding of a decision. The bindings column
-// stores exactly this JSON, so SQL (the Grafana dashboards) and the API see
+// BindingRecord is one matched binding of a decision. The webhook hands
+// them over in Decision.Bindings; the bindings column stores exactly this
+// JSON, its text cleaned, so SQL (the Grafana dashboards) and the API see
 // the same shape.
 type BindingRecord struct {
 	Policy               string   `json:"policy"`
@@ -61,12 +61,14 @@ type Page struct {
 	Continue string   `json:"continue"`
 }
 
-func bindingRecords(bs []evaluator.BindingResult) []BindingRecord {
+// bindingRecords is bs as stored: a copy, since the decision is not the
+// recorder's to change, with every string clean.
+func bindingRecords(bs []BindingRecord) []BindingRecord {
 	out := make([]BindingRecord, len(bs))
 	for i, b := range bs {
 		out[i] = BindingRecord{
 			Policy: clean(b.Policy), Binding: clean(b.Binding), Param: clean(b.Param),
-			Outcome: string(b.Outcome), Denied: b.Denied, FailurePolicyApplied: b.FailurePolicyApplied,
+			Outcome: b.Outcome, Denied: b.Denied, FailurePolicyApplied: b.FailurePolicyApplied,
 			Timeout: b.Timeout, Error: clean(b.Error), Messages: cleanAll(b.Messages),
 		}
 	}
@@ -80,26 +82,17 @@ func summarize(recs []BindingRecord) (matched, denied []string, failurePolicyApp
 	matched, denied = []string{}, []string{}
 	for _, b := range recs {
 		failurePolicyApplied = failurePolicyApplied || b.FailurePolicyApplied
-		if b.Outcome == string(evaluator.OutcomeNotMatched) {
+		if b.Outcome == OutcomeNotMatched {
 			continue
 		}
-		if !contains(matched, b.Policy) {
+		if !slices.Contains(matched, b.Policy) {
 			matched = append(matched, b.Policy)
 		}
-		if b.Denied && !contains(denied, b.Policy) {
+		if b.Denied && !slices.Contains(denied, b.Policy) {
 			denied = append(denied, b.Policy)
 		}
 	}
 	return matched, denied, failurePolicyApplied
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // clean makes a string storable: PostgreSQL refuses NUL in text and \u0000

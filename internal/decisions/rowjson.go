@@ -2,8 +2,6 @@ package decisions
 
 import (
 	"strconv"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // The JSON columns are written by hand: encoding/json's reflection was
@@ -14,11 +12,11 @@ import (
 
 // annotationsJSON is the audit annotations as one JSON object. A repeated
 // key is written again: jsonb keeps its last value, as a map would.
-func annotationsJSON(anns []evaluator.AuditAnnotation) []byte {
+func annotationsJSON(anns []AuditAnnotation) []byte {
 	return appendAnnotationsJSON(make([]byte, 0, 64), anns)
 }
 
-func appendAnnotationsJSON(b []byte, anns []evaluator.AuditAnnotation) []byte {
+func appendAnnotationsJSON(b []byte, anns []AuditAnnotation) []byte {
 	b = append(b, '{')
 	for i, a := range anns {
 		if i > 0 {

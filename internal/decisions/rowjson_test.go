@@ -4,23 +4,21 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // TestRowJSONMatchesEncodingJSON: the hand-written JSON columns decode to
 // what encoding/json's encoding of the same values decodes to.
 func TestRowJSONMatchesEncodingJSON(t *testing.T) {
 	tricky := []string{"", "plain", `quo"te`, `back\slash`, "new\nline\r\ttab", "\x01\x1f\x7f", "ünï€😀", "<html>&amp;", "\u2028\u2029", "a\x00b", "bad\xffutf8"}
-	var anns []evaluator.AuditAnnotation
-	var bs []evaluator.BindingResult
+	var anns []AuditAnnotation
+	var bs []BindingRecord
 	for i, s := range tricky {
-		anns = append(anns, evaluator.AuditAnnotation{Key: s, Value: tricky[len(tricky)-1-i]})
-		bs = append(bs, evaluator.BindingResult{Policy: s, Binding: "b" + s, Param: s, Outcome: evaluator.OutcomeViolation,
+		anns = append(anns, AuditAnnotation{Key: s, Value: tricky[len(tricky)-1-i]})
+		bs = append(bs, BindingRecord{Policy: s, Binding: "b" + s, Param: s, Outcome: "Violation",
 			Denied: i%2 == 0, FailurePolicyApplied: i%3 == 0, Timeout: i%4 == 0, Error: s, Messages: tricky[:i%4]})
 	}
-	anns = append(anns, evaluator.AuditAnnotation{Key: "plain", Value: "last wins"})
-	bs = append(bs, evaluator.BindingResult{Policy: "nil messages"})
+	anns = append(anns, AuditAnnotation{Key: "plain", Value: "last wins"})
+	bs = append(bs, BindingRecord{Policy: "nil messages"})
 
 	want := map[string]string{}
 	for _, a := range anns {

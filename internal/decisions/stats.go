@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // MaxBuckets bounds the buckets one Stats query returns.
@@ -46,7 +48,7 @@ func (q *StatsQuery) normalize(now time.Time) error {
 		q.Bucket = time.Hour
 	}
 	if q.Bucket < time.Minute || q.Bucket%time.Minute != 0 {
-		return invalid("bucket", "must be a whole number of minutes, at least 1m")
+		return fault.InvalidField("bucket", "must be a whole number of minutes, at least 1m")
 	}
 	if q.Until.IsZero() {
 		q.Until = now
@@ -60,7 +62,7 @@ func (q *StatsQuery) normalize(now time.Time) error {
 	q.Since = binStart(q.Since, q.Bucket)
 	q.Until = q.Until.UTC()
 	if n := q.Until.Sub(q.Since) / q.Bucket; n >= MaxBuckets {
-		return invalid("bucket", fmt.Sprintf("the window holds %d buckets; at most %d: widen the bucket or narrow the window", n+1, MaxBuckets))
+		return fault.InvalidField("bucket", "the window holds %d buckets; at most %d: widen the bucket or narrow the window", n+1, MaxBuckets)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // Store reads a tenant's decisions.
@@ -85,7 +87,7 @@ func decodeCursor(s string) (cursor, error) {
 		_, err = uuid.Parse(c.ID)
 	}
 	if err != nil || c.Time.IsZero() {
-		return c, invalid("continue", "not a cursor returned by a previous page")
+		return c, fault.InvalidField("continue", "not a cursor returned by a previous page")
 	}
 	return c, nil
 }
@@ -100,7 +102,7 @@ func validVerdict(v string) bool {
 
 func checkRange(since, until time.Time) error {
 	if !since.IsZero() && !until.IsZero() && since.After(until) {
-		return invalid("since", "since is after until")
+		return fault.InvalidField("since", "since is after until")
 	}
 	return nil
 }
@@ -112,13 +114,13 @@ func (s *Store) List(ctx context.Context, tenantID int64, f Filter) (Page, error
 	case limit == 0:
 		limit = DefaultLimit
 	case limit < 0 || limit > MaxLimit:
-		return Page{}, invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxLimit))
+		return Page{}, fault.InvalidField("limit", "must be between 1 and %d", MaxLimit)
 	}
 	if err := checkRange(f.Since, f.Until); err != nil {
 		return Page{}, err
 	}
 	if f.Verdict != "" && !validVerdict(f.Verdict) {
-		return Page{}, invalid("verdict", "must be one of allowed, denied, warned, error, rejected")
+		return Page{}, fault.InvalidField("verdict", "must be one of allowed, denied, warned, error, rejected")
 	}
 	where := []string{"tenant_id = $1"}
 	args := []any{tenantID}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // seed stores, for tenant 1, 100 decisions one minute apart ending at
@@ -159,8 +159,8 @@ func TestListValidation(t *testing.T) {
 		{Filter{Limit: -1}, "limit"},
 	} {
 		_, err := s.List(context.Background(), 1, tt.f)
-		var e *Error
-		if !errors.As(err, &e) || e.Code != EINVALID || e.Field != tt.field {
+		var e *fault.Error
+		if !errors.As(err, &e) || e.Code != fault.Invalid || len(e.Causes) != 1 || e.Causes[0].Field != tt.field {
 			t.Errorf("List(%+v) = %v, want an invalid %s", tt.f, err, tt.field)
 		}
 	}
@@ -171,7 +171,7 @@ func TestListValidation(t *testing.T) {
 		{Since: now, Until: now.Add(-time.Hour)},
 	} {
 		_, err := s.Stats(context.Background(), 1, q)
-		if ErrorCode(err) != EINVALID {
+		if fault.ErrorCode(err) != fault.Invalid {
 			t.Errorf("Stats(%+v) = %v, want invalid", q, err)
 		}
 	}
@@ -251,7 +251,7 @@ func TestRecordJSON(t *testing.T) {
 	f := newFixture(t)
 	d := denied(decision(time.Now()), "no-latest")
 	d.Bindings[1].Param = "default/limits"
-	d.AuditAnnotations = []evaluator.AuditAnnotation{{Key: "no-latest/image", Value: "nginx:latest"}}
+	d.AuditAnnotations = []AuditAnnotation{{Key: "no-latest/image", Value: "nginx:latest"}}
 	d.Warnings = []string{"careful"}
 	f.insert(t, d)
 	page, err := NewStore(f.pool).List(context.Background(), 1, Filter{})

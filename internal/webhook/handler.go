@@ -109,6 +109,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance}
 	authenticated := false
 	answered := false // the status line of the answer is written
+	// results are the evaluator's, for the metrics: the decision keeps
+	// only what the recorder stores.
+	var results []evaluator.BindingResult
 	spanCtx, span := h.startRequestSpan(r)
 	// One deferred function, so a panic still yields exactly one decision.
 	defer func() {
@@ -122,39 +125,40 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// After the answer, an error body would only corrupt it; the
 			// decision keeps what the apiserver was told.
 			if !answered {
-				h.fail(w, d, http.StatusInternalServerError, "internal error while evaluating the request; it was logged")
+				h.fail(w, d, fault.Errorf(fault.Internal, "internal error while evaluating the request; it was logged"))
 			}
 		}
 		if authenticated {
-			h.finish(spanCtx, d, start)
+			h.finish(spanCtx, d, results, start)
 		}
 		endRequestSpan(span, d)
 	}()
 
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed: send the AdmissionReview with POST")
+		writeError(w, fault.Errorf(fault.MethodNotAllowed, "method %s not allowed: send the AdmissionReview with POST", r.Method))
 		return
 	}
 	_, step := h.startStep(spanCtx, "authenticate")
 	id, err := h.Authenticate(r)
 	endStep(step, err)
 	if err != nil {
-		code := fault.HTTPStatus(err)
-		var te *fault.Error
-		msg := "authentication failed"
-		if errors.As(err, &te) {
-			msg = te.Message // Message is safe for the caller; Reason is not.
-			h.Metrics.authFailures.WithLabelValues(te.Reason).Inc()
+		var fe *fault.Error
+		if errors.As(err, &fe) {
+			h.Metrics.authFailures.WithLabelValues(fe.Reason).Inc()
+		} else {
+			err = fault.Wrap(err, fault.Internal, "authentication failed")
 		}
-		writeError(w, code, msg)
+		// Status sends the Message; the Reason, which could tell an
+		// attacker why a credential failed, stays in the metric.
+		writeError(w, err)
 		return
 	}
 	d.TenantID, d.TenantName, d.ClusterID, d.ClusterName = id.TenantID, id.TenantName, id.ClusterID, id.ClusterName
 	authenticated = true
 
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		h.fail(w, d, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported: send application/json", ct))
+		h.fail(w, d, fault.Errorf(fault.UnsupportedMediaType, "Content-Type %q is not supported: send application/json", ct))
 		return
 	}
 	limit := h.MaxRequestBytes
@@ -173,21 +177,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		endStep(step, err)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			h.fail(w, d, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes", limit))
+			h.fail(w, d, fault.Errorf(fault.TooLarge, "the request body is larger than %d bytes", limit))
 			return
 		}
-		h.fail(w, d, http.StatusBadRequest, "reading the request body: "+err.Error())
+		h.fail(w, d, fault.Errorf(fault.BadRequest, "reading the request body: %v", err))
 		return
 	}
 	rev, err := admission.Decode(body)
 	endStep(step, err)
 	if err != nil {
-		var ae *admission.Error
-		if errors.As(err, &ae) {
-			h.fail(w, d, ae.Code, ae.Message)
-			return
-		}
-		h.fail(w, d, http.StatusBadRequest, err.Error())
+		h.fail(w, d, err) // a BadRequest that says what is wrong
 		return
 	}
 	req := rev.Request
@@ -201,11 +200,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		endStep(step, err)
 		if fault.ErrorCode(err) == fault.Unavailable {
 			h.Metrics.coldUnavailable.Inc()
-			h.fail(w, d, http.StatusServiceUnavailable, "the policies of this tenant are not loaded on this replica and the policy database is unreachable; the apiserver's failurePolicy for this webhook applies")
+			h.fail(w, d, fault.Errorf(fault.Unavailable, "the policies of this tenant are not loaded on this replica and the policy database is unreachable; the apiserver's failurePolicy for this webhook applies"))
 			return
 		}
 		h.Logger.Error("loading the tenant's policies failed", "tenant", id.TenantName, "error", err)
-		h.fail(w, d, http.StatusServiceUnavailable, "the policies of this tenant could not be loaded; the apiserver's failurePolicy for this webhook applies")
+		h.fail(w, d, fault.Errorf(fault.Unavailable, "the policies of this tenant could not be loaded; the apiserver's failurePolicy for this webhook applies"))
 		return
 	}
 	d.SnapshotVersion = snap.Version
@@ -225,30 +224,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	endStep(step, nil)
 
 	_, step = h.startStep(ctx, "encode")
-	out := EncodeAnswer(rev, res)
+	out := admission.EncodeAnswer(rev, res)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	answered = true
 	_, err = w.Write(out)
 	endStep(step, err)
 
-	d.HTTPStatus = http.StatusOK
-	d.Warnings, d.AuditAnnotations, d.Bindings = res.Warnings, res.AuditAnnotations, res.Bindings
-	d.UnknownNamespace = res.UnknownNamespace
-	for _, b := range res.Bindings {
-		d.TimedOut = d.TimedOut || b.Timeout
-	}
-	switch {
-	case !res.Allowed:
-		d.Verdict = decisions.VerdictDenied
-	case len(res.Warnings) > 0:
-		d.Verdict = decisions.VerdictWarned
-	default:
-		d.Verdict = decisions.VerdictAllowed
-	}
-	if res.Status != nil {
-		d.Code, d.Reason, d.Message = res.Status.Code, string(res.Status.Reason), res.Status.Message
-	}
+	results = res.Bindings
+	fillResult(d, res)
 	if res.UnknownNamespace != "" {
 		h.Metrics.unknownNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
 	}
@@ -293,30 +277,21 @@ func (h *Handler) learn(id tenancy.Identity, req *evaluator.Request) {
 	}
 }
 
-func fillRequest(d *decisions.Decision, req *evaluator.Request) {
-	d.UID = req.UID
-	d.Operation = string(req.Operation)
-	d.Group, d.Version, d.Resource, d.SubResource = req.Resource.Group, req.Resource.Version, req.Resource.Resource, req.SubResource
-	d.Kind = req.Kind.Kind
-	d.Namespace, d.Name = req.Namespace, req.Name
-	d.UserName, d.UserGroups = req.UserInfo.Username, req.UserInfo.Groups
-	d.DryRun = req.DryRun
-}
-
 // fail answers an authenticated request that could not be evaluated.
-func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, code int, msg string) {
-	d.HTTPStatus, d.Code, d.Message = code, int32(code), msg
-	if code >= 500 {
+func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, err error) {
+	st := fault.Status(err)
+	d.HTTPStatus, d.Code, d.Message = int(st.Code), st.Code, st.Message
+	if st.Code >= 500 {
 		d.Verdict = decisions.VerdictError
 	} else {
 		d.Verdict = decisions.VerdictRejected
 	}
-	writeError(w, code, msg)
+	writeStatus(w, st)
 }
 
-func (h *Handler) finish(ctx context.Context, d *decisions.Decision, start time.Time) {
+func (h *Handler) finish(ctx context.Context, d *decisions.Decision, results []evaluator.BindingResult, start time.Time) {
 	d.Latency = time.Since(start)
-	h.Metrics.observe(h.endpoint(), d)
+	h.Metrics.observe(h.endpoint(), d, results)
 	if h.Recorder != nil {
 		_, step := h.startStep(ctx, "record")
 		h.Recorder.Record(d)
@@ -336,39 +311,15 @@ func isJSON(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// writeError sends a Kubernetes-style Status, which is what an apiserver
+// writeError sends err as a Kubernetes Status, which is what an apiserver
 // logs from a failed webhook call.
-func writeError(w http.ResponseWriter, code int, msg string) {
+func writeError(w http.ResponseWriter, err error) { writeStatus(w, fault.Status(err)) }
+
+func writeStatus(w http.ResponseWriter, st metav1.Status) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(metav1.Status{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
-		Status:   metav1.StatusFailure,
-		Code:     int32(code),
-		Reason:   metav1.StatusReason(reasonFor(code)),
-		Message:  msg,
-	})
-}
-
-func reasonFor(code int) string {
-	switch code {
-	case http.StatusBadRequest:
-		return string(metav1.StatusReasonBadRequest)
-	case http.StatusUnauthorized:
-		return string(metav1.StatusReasonUnauthorized)
-	case http.StatusForbidden:
-		return string(metav1.StatusReasonForbidden)
-	case http.StatusMethodNotAllowed:
-		return string(metav1.StatusReasonMethodNotAllowed)
-	case http.StatusRequestEntityTooLarge:
-		return string(metav1.StatusReasonRequestEntityTooLarge)
-	case http.StatusUnsupportedMediaType:
-		return string(metav1.StatusReasonUnsupportedMediaType)
-	case http.StatusServiceUnavailable:
-		return string(metav1.StatusReasonServiceUnavailable)
-	}
-	return string(metav1.StatusReasonInternalError)
+	w.WriteHeader(int(st.Code))
+	_ = json.NewEncoder(w).Encode(st)
 }
 
 // newID is a UUIDv7: time-ordered, so decision ids index well.

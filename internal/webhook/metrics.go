@@ -112,13 +112,14 @@ func (m *Metrics) tenantLabel(name string) string {
 	return name
 }
 
-// observe counts one answered request and what its bindings did.
-func (m *Metrics) observe(endpoint string, d *decisions.Decision) {
+// observe counts one answered request and what its bindings did: results
+// are the evaluator's, nil when the request was not evaluated.
+func (m *Metrics) observe(endpoint string, d *decisions.Decision, results []evaluator.BindingResult) {
 	t := m.tenantLabel(d.TenantName)
 	m.requests.WithLabelValues(t, endpoint, d.Operation, string(d.Verdict), strconv.Itoa(d.HTTPStatus)).Inc()
 	m.duration.WithLabelValues(t).Observe(d.Latency.Seconds())
-	for i := range d.Bindings {
-		b := &d.Bindings[i]
+	for i := range results {
+		b := &results[i]
 		if b.Denied {
 			m.rejections.WithLabelValues(t, b.Policy, b.Binding, strconv.Itoa(int(d.Code))).Inc()
 		}

@@ -1,9 +1,8 @@
-package webhook
+package admission
 
 import (
 	"context"
 
-	"github.com/portcullis-dev/portcullis/internal/admission"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
@@ -13,7 +12,7 @@ import (
 // then EncodeAnswer), so that evaluate answers exactly what the webhook
 // would. opts are passed to Validate (the admin API asks for a trace, which
 // does not change the answer).
-func Answer(ctx context.Context, rev *admission.Review, snap *evaluator.Snapshot, nss evaluator.NamespaceLookup,
+func Answer(ctx context.Context, rev *Review, snap *evaluator.Snapshot, nss evaluator.NamespaceLookup,
 	opts ...evaluator.ValidateOption) (*evaluator.Result, []byte) {
 	res := snap.Validate(ctx, rev.Request, nss, opts...)
 	return res, EncodeAnswer(rev, res)
@@ -21,14 +20,14 @@ func Answer(ctx context.Context, rev *admission.Review, snap *evaluator.Snapshot
 
 // EncodeAnswer is the AdmissionReview answering rev with res, in rev's
 // admission.k8s.io version.
-func EncodeAnswer(rev *admission.Review, res *evaluator.Result) []byte {
-	resp := admission.Response{
+func EncodeAnswer(rev *Review, res *evaluator.Result) []byte {
+	resp := Response{
 		Allowed:          res.Allowed,
 		Status:           res.Status,
 		Warnings:         res.Warnings,
 		AuditAnnotations: res.AuditAnnotations,
 	}
-	out, err := admission.Encode(rev.APIVersion, rev.UID, resp)
+	out, err := Encode(rev.APIVersion, rev.UID, resp)
 	if err != nil {
 		panic(err) // only an unknown version, which Decode refuses
 	}
