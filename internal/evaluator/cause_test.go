@@ -85,3 +85,17 @@ func TestBindingResultCause(t *testing.T) {
 		})
 	}
 }
+
+func TestCauseNames(t *testing.T) {
+	seen := map[string]bool{}
+	for c := CauseNone; c <= CauseError; c++ {
+		name := c.String()
+		if (name == "") != (c == CauseNone) || seen[name] {
+			t.Errorf("cause %d is named %q", c, name)
+		}
+		seen[name] = true
+	}
+	if got := (CauseError + 1).String(); got != "Cause(7)" {
+		t.Errorf("an unknown cause is named %q", got)
+	}
+}

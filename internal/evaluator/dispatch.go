@@ -30,31 +30,32 @@ import (
 type policyKind interface {
 	// evaluate runs the kind's expressions for an invocation whose shared
 	// steps passed: in time, namespace known, compiled, matchConditions
-	// true.
-	evaluate(inv *invocation)
-	// record records the invocation's result: inv.result, completed, and
-	// whatever it adds to the request's Result. inv.failure, when set,
-	// replaces what evaluate found: the failurePolicy decides.
-	record(inv *invocation)
+	// true. A failure it returns makes the failurePolicy decide.
+	evaluate(inv invocation) failure
+	// record records the invocation's result: its BindingResult (from
+	// inv.newResult), appended to the request's Result, and whatever else
+	// it adds there. inv.failure, when set, replaces what evaluate found:
+	// the failurePolicy decides.
+	record(inv invocation)
 	// endPolicy is called once all the bindings of a matched policy are
 	// dispatched.
 	endPolicy(cp *compiledPolicy)
 }
 
 // invocation is one (policy, binding, param) in the context of a request,
-// as the plugin's PolicyInvocation.
+// as the plugin's PolicyInvocation. It is small and handed to the kind by
+// value, so that it stays on the stack.
 type invocation struct {
 	policy  *compiledPolicy
 	binding *compiledBinding
 	param   *param
-	// gvr and gvk are what the policy's matchConstraints matched.
-	gvr schema.GroupVersionResource
-	gvk schema.GroupVersionKind
 	// namespace is the namespace object, nil for a cluster-scoped request.
 	namespace *corev1.Namespace
-
-	trace  *bindingTracer
-	result BindingResult
+	trace     *bindingTracer
+	// converted is set when the policy matched the resource the webhook
+	// received rather than the original request's (matchPolicy
+	// Equivalent); see matched.
+	converted bool
 	// notMatched is set when a matchCondition is false, or errs under
 	// failurePolicy Ignore.
 	notMatched bool
@@ -67,6 +68,24 @@ type failure struct {
 	message string
 }
 
+// newResult is the invocation's BindingResult before its outcome.
+func (inv *invocation) newResult() BindingResult {
+	br := BindingResult{Policy: inv.policy.name, Binding: inv.binding.name, Actions: inv.binding.actions}
+	if inv.param != nil {
+		br.Param = inv.param.key()
+	}
+	return br
+}
+
+// matched is the resource and kind the invocation's policy matched: the
+// original request's, or, when converted, what the webhook received.
+func (rc *reqCtx) matched(inv *invocation) (schema.GroupVersionResource, schema.GroupVersionKind) {
+	if inv.converted {
+		return rc.req.Resource, rc.req.Kind
+	}
+	return rc.req.RequestResource, rc.req.RequestKind
+}
+
 // fail sets the invocation's failure, replacing an earlier one.
 func (inv *invocation) fail(cause Cause, message string) {
 	inv.failure = failure{cause: cause, message: message}
@@ -75,12 +94,8 @@ func (inv *invocation) fail(cause Cause, message string) {
 // dispatcher is the shared dispatch of one evaluation of a request.
 type dispatcher struct {
 	reqCtx
-	kind  policyKind
-	res   *Result
-	trace *tracer
-	// inv is the invocation being dispatched; one is enough, as they are
-	// dispatched one after the other.
-	inv invocation
+	kind policyKind
+	res  *Result // the answer being built
 }
 
 // admissionConfigResources are never evaluated by API-defined policies
@@ -123,7 +138,7 @@ func (d *dispatcher) run(candidates []int) {
 // dispatchPolicy mirrors one iteration of the plugin dispatcher's loop
 // over hooks.
 func (d *dispatcher) dispatchPolicy(cp *compiledPolicy) {
-	pt := d.trace.policy(cp.name)
+	pt := newTracer(d.res, d.tracing).policy(cp.name)
 	if cp.constraintsErr != nil {
 		pt.unmatched(cp.constraintsErr.Error())
 		d.configError(cp, nil, cp.constraintsErr)
@@ -140,15 +155,18 @@ func (d *dispatcher) dispatchPolicy(cp *compiledPolicy) {
 		return
 	}
 	pt.matched()
+	// A match is on the request's resource and kind, or on the equivalent
+	// ones the webhook received (compiledMatch.matches).
+	converted := gvr != d.req.RequestResource
 	for _, cb := range cp.bindings {
-		d.dispatchBinding(cp, cb, gvr, gvk, pt)
+		d.dispatchBinding(cp, cb, gvk, converted, pt)
 	}
 	d.kind.endPolicy(cp)
 }
 
 // dispatchBinding matches one binding of a matched policy, collects its
 // params and invokes the policy once per param.
-func (d *dispatcher) dispatchBinding(cp *compiledPolicy, cb *compiledBinding, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, pt *policyTracer) {
+func (d *dispatcher) dispatchBinding(cp *compiledPolicy, cb *compiledBinding, gvk schema.GroupVersionKind, converted bool, pt *policyTracer) {
 	bt := pt.binding(cb.name)
 	if cb.matchErr != nil {
 		bt.failed(cb.matchErr)
@@ -188,17 +206,11 @@ func (d *dispatcher) dispatchBinding(cp *compiledPolicy, cb *compiledBinding, gv
 	}
 	namespace, nsName, nsUnknown := d.namespaceObject(cp.needsNamespace)
 	for _, p := range params {
-		inv := &d.inv
-		*inv = invocation{policy: cp, binding: cb, param: p, gvr: gvr, gvk: gvk, namespace: namespace,
-			result: BindingResult{Policy: cp.name, Binding: cb.name, Actions: cb.actions}}
-		if p != nil {
-			inv.result.Param = p.key()
-		}
-		bt = bt.forParam(pt, p != nil, inv.result.Param)
-		inv.trace = bt
-		d.invoke(inv, nsName, nsUnknown)
+		bt = bt.forParam(pt, p)
+		inv := invocation{policy: cp, binding: cb, param: p, namespace: namespace, trace: bt, converted: converted}
+		d.invoke(&inv, nsName, nsUnknown)
 		d.kind.record(inv)
-		bt.finish(&inv.result)
+		bt.finish(&d.res.Bindings[len(d.res.Bindings)-1])
 	}
 }
 
@@ -218,7 +230,9 @@ func (d *dispatcher) invoke(inv *invocation, nsName string, nsUnknown bool) {
 	if cp := inv.policy; cp.compileErr != nil {
 		inv.fail(CauseCompileError, cp.compileErr.Error())
 	} else if d.matchConditions(inv) {
-		d.kind.evaluate(inv)
+		if f := d.kind.evaluate(*inv); f.cause != CauseNone {
+			inv.failure = f
+		}
 	}
 	if d.ctx.Err() != nil {
 		inv.fail(CauseTimeout, deadlineMessage(d.ctx))

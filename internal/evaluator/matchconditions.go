@@ -19,11 +19,10 @@ func (d *dispatcher) matchConditions(inv *invocation) bool {
 	}
 	f := failurePolicyOf(cp)
 	trace := inv.trace.matchConditions()
-	fr := d.newFrame(cp, inv.param, d.requestValue(d.req.RequestResource, inv.gvk), celtypes.NullValue, trace)
+	_, gvk := d.matched(inv)
+	fr := d.newFrame(cp, inv.param, d.requestValue(d.req.RequestResource, gvk), celtypes.NullValue, trace)
 	results, _, err := fr.forInput(cp.matchExprs, celconfig.RuntimeCELCostBudgetMatchConditions)
-	for i := range cp.matchConditions {
-		trace.name(i, cp.matchConditions[i].name)
-	}
+	trace.matchConditions(cp.matchConditions)
 	if err != nil {
 		if f == admissionregistrationv1.Fail {
 			inv.fail(CauseError, err.Error())

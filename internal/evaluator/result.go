@@ -1,6 +1,8 @@
 package evaluator
 
 import (
+	"strconv"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -60,34 +62,53 @@ const (
 
 // Cause says what kind of error a BindingResult's Error is. It is set where
 // the error is made, so that callers (metrics, decisions) need not read the
-// message.
-type Cause string
+// message. It is a byte, not a string, to keep BindingResult as small as it
+// was: a request makes one per matched binding.
+type Cause uint8
 
 const (
 	// CauseNone: no error.
-	CauseNone Cause = ""
+	CauseNone Cause = iota
 	// CauseTimeout: the context was cancelled or its deadline passed
 	// before the binding finished.
-	CauseTimeout Cause = "Timeout"
+	CauseTimeout
 	// CauseUnknownNamespace: the binding needed more than the name of a
 	// namespace the inventory lacks (its labels for a namespaceSelector,
 	// or namespaceObject).
-	CauseUnknownNamespace Cause = "UnknownNamespace"
+	CauseUnknownNamespace
 	// CauseCompileError: the policy, an expression the binding evaluated
 	// or a variable that expression read does not compile.
-	CauseCompileError Cause = "CompileError"
+	CauseCompileError
 	// CauseConfiguration: the policy or binding cannot be applied to the
 	// request: missing matchConstraints, a bad selector or paramRef, or an
 	// object the webhook received in another version than the policy
 	// matched.
-	CauseConfiguration Cause = "Configuration"
+	CauseConfiguration
 	// CauseParamNotFound: no param was found and parameterNotFoundAction
 	// is Deny.
-	CauseParamNotFound Cause = "ParamNotFound"
+	CauseParamNotFound
 	// CauseError: any other error: a runtime error, the cost limit or
 	// budget, an audit annotation of the wrong type.
-	CauseError Cause = "Error"
+	CauseError
 )
+
+var causeNames = [...]string{
+	CauseNone:             "",
+	CauseTimeout:          "Timeout",
+	CauseUnknownNamespace: "UnknownNamespace",
+	CauseCompileError:     "CompileError",
+	CauseConfiguration:    "Configuration",
+	CauseParamNotFound:    "ParamNotFound",
+	CauseError:            "Error",
+}
+
+// String is the cause's name; empty for CauseNone.
+func (c Cause) String() string {
+	if int(c) < len(causeNames) {
+		return causeNames[c]
+	}
+	return "Cause(" + strconv.Itoa(int(c)) + ")"
+}
 
 // BindingResult describes one matched (policy, binding, param).
 type BindingResult struct {
@@ -105,9 +126,10 @@ type BindingResult struct {
 	// Timeout is true when the context was cancelled or its deadline passed
 	// before the binding finished; Cause is then CauseTimeout.
 	Timeout bool
-	// Error is the error message when there was one, and Cause its kind.
-	Error string
+	// Cause is the kind of Error, set with it.
 	Cause Cause
+	// Error is the error message when there was one.
+	Error string
 	// Messages are the messages of failed validations, in order.
 	Messages []string
 }

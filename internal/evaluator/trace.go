@@ -1,6 +1,9 @@
 package evaluator
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // PolicyTrace explains what happened to one policy.
 type PolicyTrace struct {
@@ -81,15 +84,18 @@ func (pt *policyTracer) binding(name string) *bindingTracer {
 
 // forParam is the trace of one param of a matched binding: the binding's
 // own for the first, a new one (matched too) for each further param.
-func (bt *bindingTracer) forParam(pt *policyTracer, hasParam bool, key string) *bindingTracer {
+func (bt *bindingTracer) forParam(pt *policyTracer, p *param) *bindingTracer {
 	if bt == nil {
 		return nil
 	}
-	if hasParam && bt.Param != "" {
+	if p != nil && bt.Param != "" {
 		pt.Bindings = append(pt.Bindings, BindingTrace{Binding: bt.Binding, Matched: true})
 		bt = (*bindingTracer)(&pt.Bindings[len(pt.Bindings)-1])
 	}
-	bt.Param = key
+	bt.Param = ""
+	if p != nil {
+		bt.Param = p.key()
+	}
 	return bt
 }
 
@@ -179,9 +185,24 @@ func (t *exprTracer) name(i int, name string) {
 	}
 }
 
-// message records the final message of the i-th validation.
-func (t *exprTracer) message(i int, message string) {
-	if t != nil && i < len(*t) {
-		(*t)[i].Message = message
+// validation names the i-th validation by its index and records its
+// message when it failed.
+func (t *exprTracer) validation(i int, d *decision) {
+	if t == nil || i >= len(*t) {
+		return
+	}
+	(*t)[i].Name = strconv.Itoa(i)
+	if d.deny && !d.evalErr {
+		(*t)[i].Message = d.message
+	}
+}
+
+// matchConditions names the recorded matchConditions.
+func (t *exprTracer) matchConditions(mcs []compiledMatchCondition) {
+	if t == nil {
+		return
+	}
+	for i := range mcs {
+		t.name(i, mcs[i].name)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	celtypes "github.com/google/cel-go/common/types"
@@ -31,17 +30,32 @@ const (
 type validator struct {
 	dispatcher
 
-	// decisions and audits are the evaluated invocation's, and errDecision
-	// a failed one's.
-	decisions   []decision
-	audits      []auditResult
-	errDecision [1]decision
+	// decisions and audits are the evaluated invocation's, or a failed
+	// one's single decision; the buffers are reused from one invocation to
+	// the next.
+	decisions []decision
+	audits    []auditResult
 
+	// audit is made when a binding first has something to audit: most
+	// requests have nothing, and every request pays for the validator's
+	// size (see reqCtx).
+	audit *auditState
+}
+
+// auditState is what the Audit action and the audit annotations collect.
+type auditState struct {
 	// collector holds the current policy's published audit annotations,
 	// by key, in the order of collectorKeys.
 	collector     map[string][]string
 	collectorKeys []string
 	failures      []validating.ValidationFailureValue
+}
+
+func (v *validator) auditing() *auditState {
+	if v.audit == nil {
+		v.audit = &auditState{}
+	}
+	return v.audit
 }
 
 // decision mirrors validating.PolicyDecision.
@@ -96,21 +110,22 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 }
 
 func newValidator(ctx context.Context, s *Snapshot, r *Request, ns NamespaceLookup, trace, fast bool) *validator {
-	v := &validator{}
-	v.reqCtx = reqCtx{ctx: ctx, s: s, req: r, nsLookup: ns, fast: fast && !trace}
-	v.res = &Result{Allowed: true}
-	v.trace = newTracer(v.res, trace)
+	v := &validator{dispatcher: dispatcher{
+		reqCtx: reqCtx{ctx: ctx, s: s, req: r, nsLookup: ns, fast: fast && !trace, tracing: trace},
+		res:    &Result{Allowed: true},
+	}}
 	v.kind = v
 	return v
 }
 
 // evaluate mirrors validator.Validate after the matchConditions.
-func (v *validator) evaluate(inv *invocation) {
-	request := v.requestValue(inv.gvr, inv.gvk)
+func (v *validator) evaluate(inv invocation) failure {
+	request := v.requestValue(v.matched(&inv))
 	nsTrimmed, nsFull := v.namespaceValues(inv.namespace)
-	if v.validations(inv, request, nsTrimmed) {
-		v.auditAnnotations(inv, request, nsFull)
+	if v.validations(&inv, request, nsTrimmed) {
+		v.auditAnnotations(&inv, request, nsFull)
 	}
+	return inv.failure
 }
 
 // validations evaluates the validations, then their messageExpressions
@@ -145,10 +160,7 @@ func (v *validator) validations(inv *invocation, request, ns ref.Val) bool {
 		}
 		d := &v.decisions[i]
 		*d = decide(f, &vp.validations[i], &results[i], message, msgErr)
-		trace.name(i, strconv.Itoa(i))
-		if d.deny && !d.evalErr {
-			trace.message(i, d.message)
-		}
+		trace.validation(i, d)
 	}
 	return true
 }
@@ -245,14 +257,14 @@ func (v *validator) auditAnnotations(inv *invocation, request, ns ref.Val) {
 // data, as the plugin's dispatcher delegate does. A failure is one
 // decision that denies unless the failurePolicy is Ignore, and goes
 // through the binding's validationActions like any other.
-func (v *validator) record(inv *invocation) {
-	br := &inv.result
+func (v *validator) record(inv invocation) {
+	br := inv.newResult()
 	decisions, audits := v.decisions, v.audits
 	switch {
 	case inv.failure.cause != CauseNone:
-		v.errDecision[0] = decision{deny: failurePolicyOf(inv.policy) != admissionregistrationv1.Ignore, evalErr: true,
-			message: inv.failure.message, cause: inv.failure.cause}
-		decisions, audits = v.errDecision[:], nil
+		v.decisions = append(v.decisions[:0], decision{deny: failurePolicyOf(inv.policy) != admissionregistrationv1.Ignore, evalErr: true,
+			message: inv.failure.message, cause: inv.failure.cause})
+		decisions, audits = v.decisions, nil
 		br.Timeout = inv.failure.cause == CauseTimeout
 		br.Outcome = OutcomePass
 	case inv.notMatched:
@@ -261,16 +273,16 @@ func (v *validator) record(inv *invocation) {
 	default:
 		br.Outcome = OutcomePass
 	}
-	v.applyDecisions(inv, decisions)
-	v.collectAudits(inv, audits)
-	v.res.Bindings = append(v.res.Bindings, *br)
+	v.applyDecisions(&inv, &br, decisions)
+	v.collectAudits(&inv, &br, audits)
+	v.res.Bindings = append(v.res.Bindings, br)
 	v.decisions, v.audits = v.decisions[:0], v.audits[:0]
 }
 
 // applyDecisions applies the binding's validationActions to each decision
 // that denies.
-func (v *validator) applyDecisions(inv *invocation, decisions []decision) {
-	cp, cb, br := inv.policy, inv.binding, &inv.result
+func (v *validator) applyDecisions(inv *invocation, br *BindingResult, decisions []decision) {
+	cp, cb := inv.policy, inv.binding
 	for i, d := range decisions {
 		if d.evalErr {
 			br.Outcome = OutcomeError
@@ -293,7 +305,8 @@ func (v *validator) applyDecisions(inv *invocation, decisions []decision) {
 				br.Denied = true
 				v.res.Denials = append(v.res.Denials, Denial{Policy: cp.name, Binding: cb.name, Message: d.message, Reason: d.reason})
 			case admissionregistrationv1.Audit:
-				v.failures = append(v.failures, validating.ValidationFailureValue{
+				a := v.auditing()
+				a.failures = append(a.failures, validating.ValidationFailureValue{
 					ExpressionIndex:   i,
 					Message:           d.message,
 					ValidationActions: cb.actions,
@@ -309,8 +322,8 @@ func (v *validator) applyDecisions(inv *invocation, decisions []decision) {
 
 // collectAudits collects published audit annotations for the policy, and
 // denies for those that failed.
-func (v *validator) collectAudits(inv *invocation, audits []auditResult) {
-	cp, cb, br := inv.policy, inv.binding, &inv.result
+func (v *validator) collectAudits(inv *invocation, br *BindingResult, audits []auditResult) {
+	cp, cb := inv.policy, inv.binding
 	for _, a := range audits {
 		switch a.action {
 		case auditPublish:
@@ -318,14 +331,15 @@ func (v *validator) collectAudits(inv *invocation, audits []auditResult) {
 			if len(value) > maxAuditAnnotationValueLength {
 				value = value[:maxAuditAnnotationValueLength]
 			}
-			if v.collector == nil {
-				v.collector = map[string][]string{}
+			st := v.auditing()
+			if st.collector == nil {
+				st.collector = map[string][]string{}
 			}
-			if _, ok := v.collector[a.key]; !ok {
-				v.collectorKeys = append(v.collectorKeys, a.key)
+			if _, ok := st.collector[a.key]; !ok {
+				st.collectorKeys = append(st.collectorKeys, a.key)
 			}
-			if !slices.Contains(v.collector[a.key], value) {
-				v.collector[a.key] = append(v.collector[a.key], value)
+			if !slices.Contains(st.collector[a.key], value) {
+				st.collector[a.key] = append(st.collector[a.key], value)
 			}
 		case auditError:
 			br.Outcome = OutcomeError
@@ -342,25 +356,29 @@ func (v *validator) collectAudits(inv *invocation, audits []auditResult) {
 // endPolicy publishes the policy's audit annotations, keys sorted, values
 // of one key joined.
 func (v *validator) endPolicy(cp *compiledPolicy) {
-	slices.Sort(v.collectorKeys)
-	for _, key := range v.collectorKeys {
-		values := v.collector[key]
+	st := v.audit
+	if st == nil || len(st.collectorKeys) == 0 {
+		return
+	}
+	slices.Sort(st.collectorKeys)
+	for _, key := range st.collectorKeys {
+		values := st.collector[key]
 		value := values[0]
 		if len(values) > 1 {
 			value = strings.Join(values, ", ")
 		}
 		v.res.AuditAnnotations = append(v.res.AuditAnnotations, AuditAnnotation{Key: cp.name + "/" + key, Value: value})
 	}
-	clear(v.collector)
-	v.collectorKeys = v.collectorKeys[:0]
+	clear(st.collector)
+	st.collectorKeys = st.collectorKeys[:0]
 }
 
 // finish adds the validation failures the Audit action collected, and the
 // status of the first denial.
 func (v *validator) finish() *Result {
 	res := v.res
-	if len(v.failures) > 0 {
-		failures := v.failures
+	if v.audit != nil && len(v.audit.failures) > 0 {
+		failures := v.audit.failures
 		if len(failures) > maxValidationFailures {
 			failures = failures[:maxValidationFailures]
 		}
