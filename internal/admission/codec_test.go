@@ -78,6 +78,29 @@ func TestDecodeV1beta1WithoutRequestKind(t *testing.T) {
 	}
 }
 
+// A request the apiserver converted for the webhook keeps the original
+// request's kind, resource and subresource beside what the webhook
+// received: the policies match the original.
+func TestDecodeConvertedRequest(t *testing.T) {
+	body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",
+	  "kind":{"group":"apps","version":"v1beta1","kind":"Deployment"},"resource":{"group":"apps","version":"v1beta1","resource":"deployments"},
+	  "subResource":"status","requestKind":{"group":"apps","version":"v1","kind":"Deployment"},
+	  "requestResource":{"group":"apps","version":"v1","resource":"deployments"},"requestSubResource":"scale",
+	  "operation":"UPDATE","namespace":"a","name":"d","object":{"kind":"Deployment"},"oldObject":{"kind":"Deployment"}}}`
+	rev, err := admission.Decode([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rev.Request
+	if r.Kind.Version != "v1beta1" || r.Resource.Version != "v1beta1" || r.SubResource != "status" {
+		t.Fatalf("received kind/resource: %+v", r)
+	}
+	if r.RequestKind.Version != "v1" || r.RequestKind.Kind != "Deployment" || r.RequestResource.Version != "v1" ||
+		r.RequestResource.Resource != "deployments" || r.RequestSubResource != "scale" {
+		t.Fatalf("original kind/resource not kept: %+v", r)
+	}
+}
+
 func TestDecodeRejects(t *testing.T) {
 	valid := func(mut func(m map[string]any)) string {
 		var m map[string]any

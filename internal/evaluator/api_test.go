@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -85,73 +83,6 @@ func TestStats(t *testing.T) {
 	want := Stats{Policies: 2, Hooks: 1, Bindings: 2, Expressions: 5}
 	if got := s.Stats(); got != want {
 		t.Fatalf("stats = %+v, want %+v", got, want)
-	}
-}
-
-func TestRequestFromAdmission(t *testing.T) {
-	dry := true
-	obj := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","labels":{"app":"web"}},"spec":{"replicas":3,"ratio":0.5}}`)
-	cases := []struct {
-		name    string
-		in      *admissionv1.AdmissionRequest
-		check   func(*Request) string
-		wantErr bool
-	}{
-		{name: "nil request", in: nil, wantErr: true},
-		{name: "bad object JSON", in: &admissionv1.AdmissionRequest{Object: runtime.RawExtension{Raw: []byte("{")}}, wantErr: true},
-		{name: "fields copied", in: &admissionv1.AdmissionRequest{
-			UID: "u1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
-			SubResource: "status", Name: "web", Namespace: "ns", Operation: admissionv1.Update, DryRun: &dry, Object: runtime.RawExtension{Raw: obj},
-			OldObject: runtime.RawExtension{Raw: []byte("null")},
-		}, check: func(r *Request) string {
-			switch {
-			case r.UID != "u1" || r.Name != "web" || r.Namespace != "ns" || r.Operation != "UPDATE" || !r.DryRun:
-				return "scalar fields"
-			case r.RequestResource.Resource != "pods" || r.RequestSubResource != "status" || r.RequestKind.Kind != "Pod":
-				return "request resource defaults to resource when absent"
-			case r.OldObject != nil:
-				return "null oldObject"
-			}
-			return ""
-		}},
-		{name: "integers decode as int64", in: &admissionv1.AdmissionRequest{Object: runtime.RawExtension{Raw: obj}}, check: func(r *Request) string {
-			spec := r.Object["spec"].(map[string]any)
-			if _, ok := spec["replicas"].(int64); !ok {
-				return "replicas not int64"
-			}
-			if _, ok := spec["ratio"].(float64); !ok {
-				return "ratio not float64"
-			}
-			return ""
-		}},
-		{name: "request kind kept", in: &admissionv1.AdmissionRequest{
-			Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1beta1", Kind: "Deployment"}, RequestKind: &metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
-			RequestResource: &metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, RequestSubResource: "scale",
-		}, check: func(r *Request) string {
-			if r.RequestKind.Version != "v1" || r.Kind.Version != "v1beta1" || r.RequestSubResource != "scale" {
-				return "request kind"
-			}
-			return ""
-		}},
-		{name: "typed object converted", in: &admissionv1.AdmissionRequest{Object: runtime.RawExtension{Object: &metav1.Status{Message: "m"}}}, check: func(r *Request) string {
-			if r.Object["message"] != "m" {
-				return "typed object"
-			}
-			return ""
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := RequestFromAdmission(tc.in)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
-			}
-			if err == nil {
-				if msg := tc.check(r); msg != "" {
-					t.Errorf("%s: %+v", msg, r)
-				}
-			}
-		})
 	}
 }
 

@@ -181,7 +181,7 @@ func compileParamRef(pr *admissionregistrationv1.ParamRef) *compiledParamRef {
 // collectParams mirrors generic.CollectParams. A nil entry means "no
 // param" (the policy has no paramKind or the binding no paramRef).
 func (s *Snapshot) collectParams(cp *compiledPolicy, cb *compiledBinding, namespace string) ([]*param, error) {
-	paramKind := cp.policy.Spec.ParamKind
+	paramKind := cp.paramKind
 	var pr *admissionregistrationv1.ParamRef
 	if cb.paramRef != nil {
 		pr = cb.paramRef.ref
@@ -233,7 +233,7 @@ func (s *Snapshot) collectParams(cp *compiledPolicy, cb *compiledBinding, namesp
 		return nil, fmt.Errorf("one of name or selector must be provided")
 	}
 	if len(params) == 0 && pr.ParameterNotFoundAction != nil && *pr.ParameterNotFoundAction == admissionregistrationv1.DenyAction {
-		return nil, errors.New("no params found for policy binding with `Deny` parameterNotFoundAction")
+		return nil, errParamNotFound
 	}
 	return params, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types/traits"
+	"github.com/portcullis-dev/portcullis/internal/evaluator/fastcel"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -50,7 +51,7 @@ type progEntry struct {
 	program    cel.Program
 	outputType *cel.Type
 	err        *apiservercel.Error
-	fast       *fastProgram // nil when the fast path does not support the expression
+	fast       *fastcel.Program // nil when the fast interpreter declines the expression
 }
 
 var progCache struct {
@@ -113,7 +114,7 @@ func (c *pooledCompiler) compile(kind progKind, acc plugincel.ExpressionAccessor
 	res := c.compileUncached(kind, acc, opts, mode)
 	e = &progEntry{program: res.Program, outputType: res.OutputType, err: res.Error}
 	if res.Error == nil {
-		e.fast = compileFast(parseEnv, acc.GetExpression())
+		e.fast = fastcel.Compile(parseEnv, acc.GetExpression())
 	}
 	progCache.Lock()
 	if progCache.m == nil {

@@ -1,75 +1,78 @@
 package evaluator
 
 import (
-	"errors"
-	"fmt"
-
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
-// RequestFromAdmission converts an admission.k8s.io/v1 AdmissionRequest.
-// Objects given as raw JSON are decoded with the apimachinery JSON helpers
-// (integers become int64, other numbers float64), as the apiserver decodes
-// unstructured objects.
-func RequestFromAdmission(r *admissionv1.AdmissionRequest) (*Request, error) {
-	if r == nil {
-		return nil, errors.New("admission request is nil")
-	}
-	req := &Request{
-		UID:                string(r.UID),
-		Kind:               schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind},
-		Resource:           schema.GroupVersionResource{Group: r.Resource.Group, Version: r.Resource.Version, Resource: r.Resource.Resource},
-		SubResource:        r.SubResource,
-		RequestSubResource: r.RequestSubResource,
-		Name:               r.Name,
-		Namespace:          r.Namespace,
-		Operation:          admissionregistrationv1.OperationType(r.Operation),
-		UserInfo:           r.UserInfo,
-		Options:            r.Options,
-	}
-	req.RequestKind = req.Kind
-	if r.RequestKind != nil {
-		req.RequestKind = schema.GroupVersionKind{Group: r.RequestKind.Group, Version: r.RequestKind.Version, Kind: r.RequestKind.Kind}
-	}
-	req.RequestResource = req.Resource
-	if r.RequestResource != nil {
-		req.RequestResource = schema.GroupVersionResource{Group: r.RequestResource.Group, Version: r.RequestResource.Version, Resource: r.RequestResource.Resource}
-	} else {
-		req.RequestSubResource = r.SubResource
-	}
-	if r.DryRun != nil {
-		req.DryRun = *r.DryRun
-	}
-	var err error
-	if req.Object, err = decodeObject(r.Object); err != nil {
-		return nil, fmt.Errorf("decoding object: %w", err)
-	}
-	if req.OldObject, err = decodeObject(r.OldObject); err != nil {
-		return nil, fmt.Errorf("decoding oldObject: %w", err)
-	}
-	return req, nil
+// Request is one admission request, decoded once, in the form the evaluator
+// reads. Kind/Resource/SubResource are what the webhook received;
+// RequestKind/RequestResource/RequestSubResource are the original request
+// (the apiserver's attributes). They are equal unless the webhook
+// configuration made the apiserver convert the object.
+type Request struct {
+	UID                string
+	Kind               schema.GroupVersionKind
+	Resource           schema.GroupVersionResource
+	SubResource        string
+	RequestKind        schema.GroupVersionKind
+	RequestResource    schema.GroupVersionResource
+	RequestSubResource string
+	Name               string
+	Namespace          string
+	Operation          admissionregistrationv1.OperationType // CREATE, UPDATE, DELETE or CONNECT
+	UserInfo           authenticationv1.UserInfo
+	// Object and OldObject are the decoded JSON objects (nil when absent), as
+	// encoding/json or the apimachinery JSON helpers produce them:
+	// map[string]any, []any, string, bool, int64/float64 (or json.Number
+	// converted to those), nil.
+	Object    map[string]any
+	OldObject map[string]any
+	// Options is the operation's options object (CreateOptions, ...), as raw
+	// JSON or a decoded object; it is what CEL sees as request.options.
+	Options runtime.RawExtension
+	DryRun  bool
 }
 
-// DecodeObject decodes one JSON object the way the evaluator expects it.
-// "null" and empty input give nil.
-func DecodeObject(raw []byte) (map[string]any, error) {
-	return decodeObject(runtime.RawExtension{Raw: raw})
+// normalizeRequest fills whichever of the received and the original
+// kind/resource is missing from the other.
+func normalizeRequest(req *Request) *Request {
+	r := *req
+	if r.RequestKind.Empty() {
+		r.RequestKind = r.Kind
+	}
+	if r.RequestResource.Empty() {
+		r.RequestResource = r.Resource
+		if r.RequestSubResource == "" {
+			r.RequestSubResource = r.SubResource
+		}
+	}
+	if r.Kind.Empty() {
+		r.Kind = r.RequestKind
+	}
+	if r.Resource.Empty() {
+		r.Resource = r.RequestResource
+		if r.SubResource == "" {
+			r.SubResource = r.RequestSubResource
+		}
+	}
+	return &r
 }
 
-func decodeObject(ext runtime.RawExtension) (map[string]any, error) {
-	if ext.Object != nil {
-		return runtime.DefaultUnstructuredConverter.ToUnstructured(ext.Object)
-	}
-	if len(ext.Raw) == 0 || string(ext.Raw) == "null" {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := utiljson.Unmarshal(ext.Raw, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
+// NamespaceLookup returns a namespace's whole object. false means the
+// namespace is unknown to the inventory.
+type NamespaceLookup interface {
+	Namespace(name string) (*corev1.Namespace, bool)
+}
+
+// NamespaceMap is a NamespaceLookup backed by a map, for tests and tools.
+type NamespaceMap map[string]*corev1.Namespace
+
+// Namespace implements NamespaceLookup.
+func (m NamespaceMap) Namespace(name string) (*corev1.Namespace, bool) {
+	ns, ok := m[name]
+	return ns, ok
 }

@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"strings"
-
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
@@ -15,18 +13,17 @@ const (
 	causeError            = "error"
 )
 
-// failureCause says why a binding's failurePolicy decided. BindingResult
-// carries the cause only as its Timeout flag and its error text, so the
-// text is matched against the evaluator's own wording (eval.go
-// unknownNamespaceError, cel.go compilation errors); TestFailureCauses runs
-// the real evaluator to keep the two in step.
+// failureCause says why a binding's failurePolicy decided, from the cause
+// the evaluator set where the error was made. The label keeps the causes an
+// operator acts on apart; configuration errors, missing params and runtime
+// errors share "error".
 func failureCause(b *evaluator.BindingResult) string {
-	switch {
-	case b.Timeout:
+	switch b.Cause {
+	case evaluator.CauseTimeout:
 		return causeTimeout
-	case strings.Contains(b.Error, "the namespace inventory lacks it"):
+	case evaluator.CauseUnknownNamespace:
 		return causeUnknownNamespace
-	case strings.Contains(b.Error, "compilation error") || strings.Contains(b.Error, "fails to compile"):
+	case evaluator.CauseCompileError:
 		return causeCompileError
 	}
 	return causeError

@@ -141,6 +141,27 @@ spec:
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
+metadata: {name: broken-variable}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+  variables:
+  - name: image
+    expression: "object.spec.containers[0].image.startsWith("
+  validations:
+  - expression: "variables.image == 'x'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: broken-variable}
+spec:
+  policyName: broken-variable
+  validationActions: [Deny]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
 metadata: {name: lenient}
 spec:
   failurePolicy: Ignore
@@ -180,7 +201,9 @@ spec:
 `
 
 // Each cause of a failurePolicy decision is told apart, from the real
-// evaluator's results: this keeps failureCause in step with its wording.
+// evaluator's results, so that a cause the evaluator sets wrongly, or a
+// label failureCause maps wrongly, fails here. broken-variable's validation
+// compiles but reads a variable that does not.
 func TestFailureCauses(t *testing.T) {
 	f := newFixture(t)
 	snap := &policystore.Snapshot{TenantID: 7, Version: 1, Compiled: compileYAML(t, failurePolicies)}
@@ -202,7 +225,9 @@ func TestFailureCauses(t *testing.T) {
 # HELP portcullis_policy_fail_closed_total Bindings whose failurePolicy denied a request because of an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace). Policy names come from the tenants' configuration, so their number is bounded by it.
 # TYPE portcullis_policy_fail_closed_total counter
 portcullis_policy_fail_closed_total{cause="compile_error",policy="broken",tenant="acme"} 2
+portcullis_policy_fail_closed_total{cause="compile_error",policy="broken-variable",tenant="acme"} 2
 portcullis_policy_fail_closed_total{cause="timeout",policy="broken",tenant="acme"} 1
+portcullis_policy_fail_closed_total{cause="timeout",policy="broken-variable",tenant="acme"} 1
 portcullis_policy_fail_closed_total{cause="unknown_namespace",policy="prod-only",tenant="acme"} 1
 # HELP portcullis_policy_fail_open_total Bindings whose failurePolicy let a request through after an error, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace). Policy names come from the tenants' configuration, so their number is bounded by it.
 # TYPE portcullis_policy_fail_open_total counter

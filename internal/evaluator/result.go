@@ -1,0 +1,156 @@
+package evaluator
+
+import (
+	"strconv"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Result is the outcome of one Validate call.
+type Result struct {
+	Allowed bool
+	// Status is nil when allowed; otherwise exactly what the apiserver's
+	// plugin returns (admission.NewForbidden wrapping, code/reason from the
+	// validation's reason, message in details.causes).
+	Status *metav1.Status
+	// Warnings in the apiserver's wording and order.
+	Warnings []string
+	// AuditAnnotations with the plugin's keys, in a deterministic order:
+	// per policy (in name order) its keys sorted, then
+	// validation.policy.admission.k8s.io/validation_failure.
+	AuditAnnotations []AuditAnnotation
+	// Bindings has one entry per matched (policy, binding, param).
+	Bindings []BindingResult
+	// Denials lists every decision that denies the request, in evaluation
+	// order; Status is built from the first. (The apiserver's own order of
+	// policies and bindings comes from informer maps and is not stable, so
+	// with several denials it may report any one of them.)
+	Denials []Denial
+	// UnknownNamespace is set when a binding needed a namespace that the
+	// inventory lacks.
+	UnknownNamespace string
+	// Trace is filled only with WithTrace().
+	Trace []PolicyTrace
+}
+
+// AuditAnnotation is one audit annotation key/value pair.
+type AuditAnnotation struct {
+	Key   string
+	Value string
+}
+
+// Outcome summarises one binding evaluation.
+type Outcome string
+
+const (
+	// OutcomePass: every validation held.
+	OutcomePass Outcome = "Pass"
+	// OutcomeViolation: at least one validation failed; the binding's
+	// validationActions applied.
+	OutcomeViolation Outcome = "Violation"
+	// OutcomeError: an error (compile, runtime, cost, configuration,
+	// namespace or deadline); the failurePolicy decided.
+	OutcomeError Outcome = "Error"
+	// OutcomeNotMatched: a matchCondition was false (or errored under
+	// failurePolicy Ignore), so no validation ran.
+	OutcomeNotMatched Outcome = "NotMatched"
+	// OutcomeNoParams: no param was found and parameterNotFoundAction is
+	// Allow, so no validation ran.
+	OutcomeNoParams Outcome = "NoParams"
+)
+
+// Cause says what kind of error a BindingResult's Error is. It is set where
+// the error is made, so that callers (metrics, decisions) need not read the
+// message. It is a byte, not a string, to keep BindingResult as small as it
+// was: a request makes one per matched binding.
+type Cause uint8
+
+const (
+	// CauseNone: no error.
+	CauseNone Cause = iota
+	// CauseTimeout: the context was cancelled or its deadline passed
+	// before the binding finished.
+	CauseTimeout
+	// CauseUnknownNamespace: the binding needed more than the name of a
+	// namespace the inventory lacks (its labels for a namespaceSelector,
+	// or namespaceObject).
+	CauseUnknownNamespace
+	// CauseCompileError: the policy, an expression the binding evaluated
+	// or a variable that expression read does not compile.
+	CauseCompileError
+	// CauseConfiguration: the policy or binding cannot be applied to the
+	// request: missing matchConstraints, a bad selector or paramRef, or an
+	// object the webhook received in another version than the policy
+	// matched.
+	CauseConfiguration
+	// CauseParamNotFound: no param was found and parameterNotFoundAction
+	// is Deny.
+	CauseParamNotFound
+	// CauseError: any other error: a runtime error, the cost limit or
+	// budget, an audit annotation of the wrong type.
+	CauseError
+)
+
+var causeNames = [...]string{
+	CauseNone:             "",
+	CauseTimeout:          "Timeout",
+	CauseUnknownNamespace: "UnknownNamespace",
+	CauseCompileError:     "CompileError",
+	CauseConfiguration:    "Configuration",
+	CauseParamNotFound:    "ParamNotFound",
+	CauseError:            "Error",
+}
+
+// String is the cause's name; empty for CauseNone.
+func (c Cause) String() string {
+	if int(c) < len(causeNames) {
+		return causeNames[c]
+	}
+	return "Cause(" + strconv.Itoa(int(c)) + ")"
+}
+
+// BindingResult describes one matched (policy, binding, param).
+type BindingResult struct {
+	Policy  string
+	Binding string // empty for a policy-level configuration error
+	Param   string // namespace/name of the param, or name; empty when none
+	Outcome Outcome
+	// Actions are the binding's validationActions.
+	Actions []admissionregistrationv1.ValidationAction
+	// Denied is true when this binding denies the request.
+	Denied bool
+	// FailurePolicyApplied is true when an error made the failurePolicy
+	// decide (Fail denies, Ignore allows).
+	FailurePolicyApplied bool
+	// Timeout is true when the context was cancelled or its deadline passed
+	// before the binding finished; Cause is then CauseTimeout.
+	Timeout bool
+	// Cause is the kind of Error, set with it.
+	Cause Cause
+	// Error is the error message when there was one.
+	Error string
+	// Messages are the messages of failed validations, in order.
+	Messages []string
+}
+
+// Denial is one deny decision.
+type Denial struct {
+	Policy  string
+	Binding string // empty for a policy-level configuration error
+	Message string
+	Reason  metav1.StatusReason
+}
+
+// ValidateOption tunes one Validate call.
+type ValidateOption func(*validateConfig)
+
+type validateConfig struct {
+	trace bool
+	exact bool // no fast interpreter; the tests compare the two
+}
+
+// WithTrace asks Validate to fill Result.Trace.
+func WithTrace() ValidateOption {
+	return func(c *validateConfig) { c.trace = true }
+}
