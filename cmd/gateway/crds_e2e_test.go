@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
@@ -30,6 +28,23 @@ metadata: {name: widgets-v1}
 spec:
   policyName: widgets-v1
   validationActions: [Deny]
+`
+
+// widgetsCRD is kubectl get crd -o yaml, shortened.
+const widgetsCRD = `apiVersion: v1
+kind: List
+items:
+- apiVersion: apiextensions.k8s.io/v1
+  kind: CustomResourceDefinition
+  metadata: {name: widgets.example.com}
+  spec:
+    group: example.com
+    names: {kind: Widget, plural: widgets}
+    scope: Namespaced
+    versions:
+    - {name: v1, served: true, storage: true}
+    - {name: v2, served: true, storage: false}
+  status: {storedVersions: [v1]}
 `
 
 // widgetReview is a Widget created as example.com/v1 that the apiserver
@@ -65,16 +80,21 @@ func TestWebhookConvertedCustomResource(t *testing.T) {
 		t.Fatal("the missing CRD was not counted")
 	}
 
-	crd, err := inventory.DecodeCRD([]byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
-	  "metadata":{"name":"widgets.example.com"},
-	  "spec":{"group":"example.com","names":{"kind":"Widget","plural":"widgets"},"scope":"Namespaced",
-	    "versions":[{"name":"v1","served":true,"storage":true},{"name":"v2","served":true,"storage":false}]}}`))
-	if err != nil {
-		t.Fatal(err)
+	// Uploaded as a newcomer would, with the CLI.
+	a := operatorCLI(t, e)
+	writeFile(t, "bad.yaml", strings.Replace(widgetsCRD, "scope: Namespaced", "scope: Everywhere", 1))
+	a.fails(1, "items[0].spec.scope", "crds", "import", "--tenant", "acme", "--cluster", "prod", "-f", "bad.yaml")
+	writeFile(t, "crds.yaml", widgetsCRD)
+	if out := a.ok("crds", "import", "--tenant", "acme", "--cluster", "prod", "-f", "crds.yaml"); out != "1 CustomResourceDefinitions imported into cluster \"prod\"\n" {
+		t.Fatalf("crds import: %q", out)
 	}
-	if err := e.m.Inventory.ReplaceCRDs(context.Background(), e.tenant.ID, e.cluster.ID, []*inventory.CRD{crd}); err != nil {
-		t.Fatal(err)
+	if out := a.ok("get", "crds", "--tenant", "acme"); !strings.Contains(out, "widgets.example.com   Widget   Namespaced   v1,v2      None") {
+		t.Fatalf("get crds:\n%s", out)
 	}
+	if out := a.ok("get", "crd", "widgets.example.com", "--tenant", "acme", "--cluster", "prod", "-o", "json"); !strings.Contains(out, `"storedVersions"`) {
+		t.Fatalf("get crd NAME -o json:\n%s", out)
+	}
+	a.fails(1, `CustomResourceDefinition "gadgets.example.com" is not in the inventory of cluster "prod"`, "get", "crds", "gadgets.example.com", "--tenant", "acme")
 	testutil.Eventually(t, 10*time.Second, "the CRD to reach the webhook", func() bool {
 		_, body = e.post(e.client, "/t/acme/validate", e.token, "application/json", widgetReview("w1", 1))
 		return verify(t, "admission.k8s.io/v1", "w1", body).Allowed
