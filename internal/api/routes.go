@@ -59,7 +59,7 @@ func (s *Server) routes() []route {
 	for _, group := range [][]route{
 		s.coreRoutes(),
 		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.artifactRoutes(), s.credentialRoutes(), s.auditRoutes(),
-		s.policyRoutes(), s.versionRoutes(), s.namespaceRoutes(), s.evaluateRoutes(),
+		s.policyRoutes(), s.versionRoutes(), s.namespaceRoutes(), s.crdRoutes(), s.evaluateRoutes(),
 		s.decisionRoutes(),
 	} {
 		all = append(all, group...)

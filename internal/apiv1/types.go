@@ -270,6 +270,11 @@ type NamespaceImport struct {
 	Namespaces int `json:"namespaces"`
 }
 
+// CRDImport answers PUT .../clusters/{cluster}/crds.
+type CRDImport struct {
+	CRDs int `json:"crds"`
+}
+
 // EvaluateRequest is POST .../clusters/{cluster}/evaluate.
 type EvaluateRequest struct {
 	// Review is the AdmissionReview (admission.k8s.io/v1 or v1beta1) as an

@@ -61,6 +61,9 @@ func TestCommandLineErrors(t *testing.T) {
 		{"credential revoke bad ID", with("credential", "revoke", "abc", "--tenant", "t", "--cluster", "c"), 2, `ID "abc": want the number`},
 		{"namespaces import without file", with("namespaces", "import", "--tenant", "t", "--cluster", "c"), 2, "--f is required"},
 		{"namespaces import missing file", with("namespaces", "import", "--tenant", "t", "--cluster", "c", "-f", "/nonexistent.yaml"), 2, "open /nonexistent.yaml"},
+		{"crds import without file", with("crds", "import", "--tenant", "t", "--cluster", "c"), 2, "--f is required"},
+		{"crds import without cluster", with("crds", "import", "--tenant", "t", "-f", "crds.yaml"), 2, "--cluster is required"},
+		{"crds import missing file", with("crds", "import", "--tenant", "t", "--cluster", "c", "-f", "/nonexistent.yaml"), 2, "open /nonexistent.yaml"},
 		{"apply without file", with("apply", "--tenant", "t"), 2, "-f is required"},
 		{"apply stray argument", with("apply", "--tenant", "t", "-f", "x.yaml", "y.yaml"), 2, `unexpected argument "y.yaml"`},
 		{"get without what", with("get", "--tenant", "t"), 2, "missing what to get"},
@@ -101,7 +104,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	// The commands issue #13 requires, exactly as written there.
 	for _, c := range []string{"migrate", "bootstrap", "login", "tenant create", "tenant list", "tenant delete",
 		"cluster create", "credential list", "credential create", "credential revoke", "namespaces import",
-		"apply", "get", "delete", "history", "rollback", "test", "decisions"} {
+		"crds import", "apply", "get", "delete", "history", "rollback", "test", "decisions"} {
 		if !strings.Contains(out, "\n  "+c+" ") {
 			t.Errorf("help does not list %q", c)
 		}

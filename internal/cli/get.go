@@ -41,7 +41,8 @@ type storedObject struct {
 	} `json:"status"`
 }
 
-// category is what get lists: policies, bindings, params or namespaces.
+// category is what get lists: policies, bindings, params, namespaces or
+// crds.
 func category(arg string) string {
 	switch strings.ToLower(arg) {
 	case "policies", "policy":
@@ -52,6 +53,8 @@ func category(arg string) string {
 		return apiv1.TypeParams
 	case "namespaces", "namespace", "ns":
 		return "namespaces"
+	case "crds", "crd", "customresourcedefinitions", "customresourcedefinition":
+		return "crds"
 	}
 	return ""
 }
@@ -72,11 +75,11 @@ func categoryOf(o storedObject) string {
 func cmdGet(e *env, args []string) error {
 	f := e.newFlags("get")
 	c := f.conn(true)
-	tenant, cluster := tenantFlag(f), f.String("cluster", "", "the cluster, for namespaces (default: the tenant's only cluster)")
+	tenant, cluster := tenantFlag(f), f.String("cluster", "", "the cluster, for namespaces and crds (default: the tenant's only cluster)")
 	obj := f.object()
 	selector := f.String("selector", "", "label selector, as kubectl's -l")
 	f.StringVar(selector, "l", "", "short for --selector")
-	pos, err := f.parse(args, 1, 2, "what to get: policies, bindings, params, namespaces or a KIND")
+	pos, err := f.parse(args, 1, 2, "what to get: policies, bindings, params, namespaces, crds or a KIND")
 	if err != nil {
 		return err
 	}
@@ -93,11 +96,14 @@ func cmdGet(e *env, args []string) error {
 		return err
 	}
 	switch {
-	case cat == "namespaces":
+	case cat == "namespaces" || cat == "crds":
 		if *cluster == "" {
 			if *cluster, err = e.onlyCluster(cl, *tenant); err != nil {
 				return err
 			}
+		}
+		if cat == "crds" {
+			return e.getCRDs(cl, c, *tenant, *cluster, name)
 		}
 		return e.getNamespaces(cl, c, *tenant, *cluster, name)
 	case name != "" && cat == "":

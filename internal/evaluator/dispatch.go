@@ -192,7 +192,7 @@ func (d *dispatcher) dispatchBinding(cp *compiledPolicy, cb *compiledBinding, gv
 		d.configError(cp, cb, err)
 		return
 	}
-	if len(params) > 0 && gvk != d.req.Kind {
+	if len(params) > 0 && !d.viewAs(gvk) {
 		err := fmt.Errorf("failed to convert object version: %w",
 			fmt.Errorf("the webhook received the object as %v, not as %v", d.req.Kind, gvk))
 		bt.failed(err)
@@ -212,6 +212,7 @@ func (d *dispatcher) dispatchBinding(cp *compiledPolicy, cb *compiledBinding, gv
 		d.kind.record(inv)
 		bt.finish(&d.res.Bindings[len(d.res.Bindings)-1])
 	}
+	d.viewAs(d.req.Kind)
 }
 
 // invoke runs the shared steps of one invocation, in the plugin's order,

@@ -50,6 +50,10 @@ type fastEnv frame
 var _ fastcel.Env = (*fastEnv)(nil)
 
 func (e *fastEnv) Object() any {
+	if v := e.rc.crdView(); v != nil {
+		obj, _ := v.fastObjects()
+		return obj
+	}
 	if o := e.rc.req.Object; o != nil {
 		return o
 	}
@@ -57,6 +61,10 @@ func (e *fastEnv) Object() any {
 }
 
 func (e *fastEnv) OldObject() any {
+	if v := e.rc.crdView(); v != nil {
+		_, old := v.fastObjects()
+		return old
+	}
 	if o := e.rc.req.OldObject; o != nil {
 		return o
 	}

@@ -37,6 +37,8 @@ type reqCtx struct {
 
 	objVal any
 	oldVal any
+	// crds are the objects in other versions of their CRD (crds.go).
+	crds *crdViews
 
 	nsTrimmedVal ref.Val
 	nsFullVal    ref.Val
@@ -150,6 +152,9 @@ func (rc *reqCtx) namespaceObject(needsNamespace bool) (ns *corev1.Namespace, na
 }
 
 func (rc *reqCtx) objects() (any, any) {
+	if v := rc.crdView(); v != nil {
+		return v.values()
+	}
 	if !rc.objLoaded {
 		rc.objLoaded = true
 		a := newCachingAdapter()

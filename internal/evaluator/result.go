@@ -10,6 +10,11 @@ import (
 // Result is the outcome of one Validate call.
 type Result struct {
 	Allowed bool
+	// MissingCRD is set when a binding needed the CustomResourceDefinition
+	// of the request's custom resource, to present it in the version the
+	// policy matched, and the inventory lacks it (crds.go). A bool next to
+	// Allowed takes no room: a string made every Result 16 bytes bigger.
+	MissingCRD bool
 	// Status is nil when allowed; otherwise exactly what the apiserver's
 	// plugin returns (admission.NewForbidden wrapping, code/reason from the
 	// validation's reason, message in details.causes).

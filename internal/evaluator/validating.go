@@ -84,7 +84,9 @@ type auditResult struct {
 }
 
 // Validate evaluates one request against the snapshot. ns may be nil, in
-// which case every namespace is unknown. Cancelling ctx (or its deadline)
+// which case every namespace is unknown; when it is also a CRDLookup, a
+// custom resource the apiserver converted for the webhook is presented in
+// the version a policy matched, where its CRD allows (crds.go). Cancelling ctx (or its deadline)
 // interrupts CEL evaluation; each unfinished binding then follows its
 // failurePolicy and its BindingResult says Timeout.
 func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLookup, opts ...ValidateOption) *Result {

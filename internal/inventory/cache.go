@@ -85,7 +85,7 @@ func (n *Cache) Lookup(ctx context.Context, tenantID, clusterID int64) (*Cluster
 	select {
 	case r := <-ch:
 		if r.Err != nil {
-			return newCluster(map[string]*corev1.Namespace{}),
+			return newCluster(map[string]*corev1.Namespace{}, nil),
 				fault.Wrap(r.Err, fault.Unavailable, "namespace inventory unavailable")
 		}
 		return r.Val.(*Cluster), nil
@@ -101,15 +101,20 @@ func (n *Cache) load(key clusterKey) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds, err := n.store.ListCRDs(ctx, key.tenant, key.cluster)
+	if err != nil {
+		return nil, err
+	}
 	m := make(map[string]*corev1.Namespace, len(nss))
 	for _, ns := range nss {
 		m[ns.Name] = ns
 	}
+	byResource := crdIndex(crds)
 	if inv, ok := n.lru.Peek(key); ok {
-		inv.replace(m)
+		inv.replace(m, byResource)
 		return inv, nil
 	}
-	inv := newCluster(m)
+	inv := newCluster(m, byResource)
 	n.lru.Add(key, inv)
 	return inv, nil
 }

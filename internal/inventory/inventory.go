@@ -1,9 +1,11 @@
 // Package inventory keeps what the gateway knows of each cluster's own
-// objects, today its Namespaces: in Postgres (Store) and in memory, per
-// cluster (Cache). Uploads (admin namespaces import) replace a cluster's
-// inventory; the webhook adds what the Namespace requests it allowed show.
-// The evaluator reads a cluster's inventory through its NamespaceLookup
-// interface, which Cluster satisfies without either package importing the
+// objects, its Namespaces and CustomResourceDefinitions: in Postgres
+// (Store) and in memory, per cluster (Cache). Uploads (admin namespaces
+// import, admin crds import) replace a cluster's namespaces or CRDs; the
+// webhook adds what the Namespace requests it allowed show, and never
+// learns CRDs (a CRD request it allows is not committed yet). The evaluator
+// reads a cluster's inventory through its NamespaceLookup and CRDLookup
+// interfaces, which Cluster satisfies without either package importing the
 // other.
 //
 // Every store method takes the tenant ID first, then the cluster ID, and
@@ -19,9 +21,9 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
-// ChannelNamespaces is the notification channel of namespace changes.
+// ChannelNamespaces is the notification channel of inventory changes.
 // Payloads are "<tenant>:<cluster>:<namespace>", namespace "" after an
-// upload.
+// upload of namespaces or CRDs, which reloads the cluster's whole inventory.
 const ChannelNamespaces = "portcullis_namespaces"
 
 // Namespace sources.

@@ -7,4 +7,7 @@ import (
 
 // The evaluator reads a cluster's inventory through its own interface; the
 // inventory does not import the evaluator, so this is where the two meet.
-var _ evaluator.NamespaceLookup = (*inventory.Cluster)(nil)
+var (
+	_ evaluator.NamespaceLookup = (*inventory.Cluster)(nil)
+	_ evaluator.CRDLookup       = (*inventory.Cluster)(nil)
+)

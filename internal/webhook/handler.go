@@ -40,7 +40,8 @@ type Handler struct {
 	// code fault.Unavailable (cold and the database away) gives 503,
 	// so that the apiserver's failurePolicy for the webhook decides.
 	Snapshot func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error)
-	// Namespaces returns the cluster's namespace inventory. On error the
+	// Namespaces returns the cluster's inventory: its namespaces, and its
+	// CRDs when the value is also an evaluator.CRDLookup. On error the
 	// handler goes on with an empty inventory: every namespace is unknown,
 	// and bindings that need one follow their failurePolicy.
 	Namespaces func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error)
@@ -235,6 +236,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fillResult(d, res)
 	if res.UnknownNamespace != "" {
 		h.Metrics.unknownNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
+	}
+	if res.MissingCRD {
+		h.Metrics.missingCRD.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
 	}
 	if res.Allowed && !req.DryRun {
 		h.learn(id, req)

@@ -27,6 +27,7 @@ type Metrics struct {
 	authFailures     *prometheus.CounterVec
 	coldUnavailable  prometheus.Counter
 	unknownNamespace *prometheus.CounterVec
+	missingCRD       *prometheus.CounterVec
 }
 
 // Buckets of the duration histograms: the apiserver's webhook timeout is
@@ -88,10 +89,14 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 			Name: "portcullis_webhook_unknown_namespace_total",
 			Help: "Requests in a namespace the cluster's inventory lacks, where a binding needed it: upload the inventory (admin namespaces import).",
 		}, []string{"tenant", "cluster"}),
+		missingCRD: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_inventory_crd_missing_total",
+			Help: "Requests for a custom resource whose CustomResourceDefinition the cluster's inventory lacks, where a binding needed it: upload the CRDs (admin crds import).",
+		}, []string{"tenant", "cluster"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.evaluation, m.rejections, m.failOpen, m.failClosed,
-			m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace,
+			m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace, m.missingCRD,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "portcullis_evaluator_exact_reevaluations_total",
 				Help: "Requests evaluated a second time without the fast path, because the CEL cost budget checked against cost bounds ran out.",
