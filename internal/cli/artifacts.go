@@ -115,9 +115,9 @@ func kubeconfigPath(admissionConfiguration string) string {
 	return ""
 }
 
-// wiring is the one paragraph on how to connect a cluster. Namespaces come
-// first: bindings that select namespaces by label cannot be decided for
-// namespaces the gateway has not seen.
+// wiring is the one paragraph on how to connect a cluster. The inventory
+// (namespaces, CRDs) comes first: bindings that select namespaces by label
+// cannot be decided for namespaces the gateway has not seen.
 func wiring(tenant, cluster, dir string, a apiv1.Artifacts) string {
 	kc := kubeconfigPath(a.AdmissionConfiguration)
 	where := "the path that admission-configuration.yaml names"
@@ -126,11 +126,13 @@ func wiring(tenant, cluster, dir string, a apiv1.Artifacts) string {
 	}
 	return fmt.Sprintf("To wire the cluster in: first upload its namespaces with "+
 		"`kubectl get namespaces -o yaml | admin namespaces import --tenant %s --cluster %s -f -`, "+
-		"because bindings that select namespaces by label cannot be decided for namespaces the gateway has not seen; "+
+		"because bindings that select namespaces by label cannot be decided for namespaces the gateway has not seen, "+
+		"and its custom resource definitions with `kubectl get crd -o yaml | admin crds import --tenant %s --cluster %s -f -`, "+
+		"so that policies see a custom resource the apiserver converted for the webhook in the version they match; "+
 		"then, on every control-plane node, copy %s to %s and %s next to it, and start kube-apiserver with "+
 		"--admission-control-config-file pointing at admission-configuration.yaml; "+
 		"finally run `kubectl apply -f %s`, and from then on the apiservers send their admission reviews to the gateway.",
-		tenant, cluster,
+		tenant, cluster, tenant, cluster,
 		filepath.Join(dir, "kubeconfig.yaml"), where, filepath.Join(dir, "admission-configuration.yaml"),
 		filepath.Join(dir, "webhooks.yaml"))
 }
