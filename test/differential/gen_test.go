@@ -671,6 +671,12 @@ func (g gen) request(w *world) *request {
 		er.Object = map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": g.meta(name, ""), "rules": []any{}}
 	}
 	er.Kind, er.Resource, er.SubResource = er.RequestKind, er.RequestResource, er.RequestSubResource
+	if er.Object != nil {
+		er.Object = sentObject(er.Kind, er.Object)
+	}
+	if er.OldObject != nil {
+		er.OldObject = sentObject(er.Kind, er.OldObject)
+	}
 	if opts != nil {
 		er.Options = runtime.RawExtension{Raw: mustJSON(opts)}
 	}
