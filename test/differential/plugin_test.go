@@ -92,6 +92,10 @@ func newAPIServerPlugin(tb testing.TB, w *world) *apiserverPlugin {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
 				tb.Fatal(err)
 			}
+			// Typed informers hand out objects without TypeMeta, which is
+			// why the plugin wraps such a param (wrappedParam) and CEL sees
+			// it as its JSON; the fake clientset would keep it.
+			cm.TypeMeta = metav1.TypeMeta{}
 			objs = append(objs, cm)
 			continue
 		}
