@@ -137,7 +137,12 @@ func TestUndecodableObjectFollowsFailurePolicy(t *testing.T) {
 				Policies: pols(policy("p", validation("object.metadata.name == 'web'"), validation("object.metadata.name.lowerAscii() == 'web'"), failurePolicy(f))),
 				Bindings: binds(binding("b", "p")),
 			}, CompileOptions{})
+			before := fastRedos.Load()
 			res := validateBoth(t, s, podRequest("CREATE", withObject(broken)))
+			// The second evaluation is not the budget's: it is not counted.
+			if fastRedos.Load() != before {
+				t.Error("an undecodable object counted as an exact re-evaluation")
+			}
 			if res.Allowed != (f == admissionregistrationv1.Ignore) {
 				t.Fatalf("allowed = %v under %s: %+v", res.Allowed, f, res.Status)
 			}
