@@ -39,6 +39,29 @@
 // and its recorded cost is charged wherever the plugin would evaluate it
 // again.
 //
+// # Objects
+//
+// CEL sees a request's objects as the plugin does (typed.go): for a kind
+// the apiserver's scheme knows (client-go's scheme, looked up by the kind
+// the webhook received), object and oldObject are the reflective view of
+// the typed struct (common.SchemalessTypedToVal), for every expression
+// list and its variables; for a custom resource, the decoded JSON. The
+// views agree on values, size and has(), not on type-confused expressions
+// (a map compared with a string is an error on the typed view, false on
+// JSON). The typed struct is decoded from the JSON when cel-go first reads
+// object or oldObject, since decoding a Pod costs several evaluations and
+// the fast interpreter, which reads the JSON, declines every expression
+// whose answer depends on the view. An object that does not decode into
+// its type (an apiserver never sends one) fails every expression list of
+// the request with the plugin's "failed to prepare object variable"
+// error; found on the fast path, it makes the request be evaluated again
+// exactly, where each list checks it first. Params of built-in kinds are
+// JSON, as the plugin wraps and converts the typed informer's object.
+//
+// An objectSelector reads the object's labels; a kind without ObjectMeta
+// in the scheme (the CONNECT options kinds) has none, so only an empty
+// selector matches it (match.go).
+//
 // # The fast interpreter
 //
 // Package fastcel is a second evaluator for the common subset of CEL that

@@ -10,10 +10,10 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/evaluator/fastcel"
 )
 
-// podWithTags is the test Pod with n strings under spec.tags, to make
-// comprehensions as expensive as needed.
-func podWithTags(n int) *Request {
-	r := podRequest("CREATE")
+// widgetWithTags is the test Pod, as a custom resource, with n strings
+// under spec.tags, to make comprehensions as expensive as needed.
+func widgetWithTags(n int) *Request {
+	r := podRequest("CREATE", asWidget())
 	tags := make([]any, n)
 	for i := range tags {
 		tags[i] = fmt.Sprintf("t%d", i)
@@ -38,10 +38,10 @@ func validateBoth(t *testing.T, s *Snapshot, req *Request) *Result {
 func TestFastPathLeavesTheCostLimitToCEL(t *testing.T) {
 	// About 1,000² steps: far beyond the per-expression limit of 1e6.
 	s := Compile(Objects{
-		Policies: pols(policy("p", validation("object.spec.tags.all(a, object.spec.tags.all(b, a == b || true))"))),
+		Policies: pols(policy("p", validation("object.spec.tags.all(a, object.spec.tags.all(b, a == b || true))"), widgetRules())),
 		Bindings: binds(binding("b", "p")),
 	}, CompileOptions{})
-	res := validateBoth(t, s, podWithTags(1000))
+	res := validateBoth(t, s, widgetWithTags(1000))
 	if res.Allowed || !strings.Contains(res.Status.Message, "cost limit exceeded") {
 		t.Fatalf("want the cost limit error, got %+v", res.Status)
 	}
@@ -51,16 +51,16 @@ func TestFastPathBudgetIsDecidedByExactCosts(t *testing.T) {
 	// Five 1,000-character tags matched against a 400-character pattern:
 	// about 50,000 per validation, under the fast path's ceiling, so that
 	// about 200 of them meet the 1e7 per-evaluation budget.
-	req := podRequest("CREATE")
+	req := podRequest("CREATE", asWidget())
 	tags := make([]any, 5)
 	for i := range tags {
 		tags[i] = "t" + strings.Repeat("x", 999)
 	}
 	req.Object["spec"].(map[string]any)["tags"] = tags
 	compile := func(expr string, n int) *Snapshot {
-		opts := make([]policyOpt, n)
-		for i := range opts {
-			opts[i] = validation(expr)
+		opts := []policyOpt{widgetRules()}
+		for range n {
+			opts = append(opts, validation(expr))
 		}
 		return Compile(Objects{Policies: pols(policy("p", opts...)), Bindings: binds(binding("b", "p"))}, CompileOptions{})
 	}

@@ -18,13 +18,22 @@ import (
 type activation struct {
 	object, oldObject, params, request, namespace any
 	variables                                     ref.Val
+	// typed is set for a built-in kind: object and oldObject are then its
+	// typed view, decoded on first read (typed.go).
+	typed *reqCtx
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case plugincel.ObjectVarName:
+		if a.typed != nil {
+			return a.typed.typedValue(false), true
+		}
 		return a.object, true
 	case plugincel.OldObjectVarName:
+		if a.typed != nil {
+			return a.typed.typedValue(true), true
+		}
 		return a.oldObject, true
 	case plugincel.ParamsVarName:
 		return a.params, true
@@ -149,6 +158,11 @@ func (f *frame) evaluate(ce *compiledExpr, remaining int64) (exprResult, int64, 
 
 // forInput mirrors condition.ForInput on a fresh frame.
 func (f *frame) forInput(exprs []*compiledExpr, budget int64) ([]exprResult, int64, error) {
+	if len(exprs) > 0 {
+		if err := f.prepareObjects(); err != nil {
+			return nil, -1, err
+		}
+	}
 	evaluations := make([]exprResult, len(exprs))
 	remaining := budget
 	var err error

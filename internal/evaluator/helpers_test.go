@@ -228,6 +228,31 @@ func withNamespace(ns string) reqOpt {
 	}
 }
 
+// widgetGVR and widgetGVK are a custom resource's: the plugin hands its
+// objects to CEL as their JSON, where a built-in kind's are typed.
+var (
+	widgetGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widgetGVK = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+)
+
+// asWidget makes the request's objects a custom resource's, for tests
+// whose objects have fields no built-in kind has.
+func asWidget() reqOpt {
+	return func(r *Request) {
+		withResource(widgetGVR, widgetGVK, "")(r)
+		for _, o := range []map[string]any{r.Object, r.OldObject} {
+			if o != nil {
+				o["apiVersion"], o["kind"] = "example.com/v1", "Widget"
+			}
+		}
+	}
+}
+
+// widgetRules matches the widgets of asWidget.
+func widgetRules() policyOpt {
+	return rules(rule([]string{"CREATE", "UPDATE"}, []string{"example.com"}, []string{"v1"}, []string{"widgets"}))
+}
+
 func withObject(o map[string]any) reqOpt    { return func(r *Request) { r.Object = o } }
 func withOldObject(o map[string]any) reqOpt { return func(r *Request) { r.OldObject = o } }
 func withName(n string) reqOpt              { return func(r *Request) { r.Name = n } }

@@ -255,6 +255,13 @@ func (m *compiledMatch) matchObject(rc *reqCtx) (bool, error) {
 	if m.objEmpty {
 		return true, nil
 	}
+	if rc.kindInfo().noMeta {
+		// The plugin reads labels through meta.Accessor on the typed
+		// object; a kind without ObjectMeta (PodExecOptions and the other
+		// CONNECT options) has none to read, so only an empty selector
+		// matches it, not even DoesNotExist.
+		return false, nil
+	}
 	rc.loadObjectLabels()
 	return (rc.req.Object != nil && m.objSel.Matches(labels.Set(rc.objLabels))) ||
 		(rc.req.OldObject != nil && m.objSel.Matches(labels.Set(rc.oldLabels))), nil

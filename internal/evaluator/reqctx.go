@@ -39,6 +39,8 @@ type reqCtx struct {
 	oldVal any
 	// crds are the objects in other versions of their CRD (crds.go).
 	crds *crdViews
+	// typed is the typed view of a built-in kind's objects, once decoded.
+	typed *typedObjects
 
 	nsTrimmedVal ref.Val
 	nsFullVal    ref.Val
@@ -53,6 +55,10 @@ type reqCtx struct {
 	// allocates this once, within its validator, and the size shows in the
 	// GC's work: 320 more bytes made BenchmarkValidateBaseline 3% slower.
 	labelsLoaded, nsLoaded, nsKnown, objLoaded, nsValsLoaded bool
+	// kindLoaded is set once kind holds what the scheme says of the
+	// request's kind.
+	kindLoaded bool
+	kind       kindInfo
 	// fast is set when the fast interpreter may answer: not when tracing
 	// (traces show cel-go's exact costs) nor when evaluating exactly. redo
 	// asks for the request to be evaluated again exactly (fastenv.go).
@@ -151,6 +157,15 @@ func (rc *reqCtx) namespaceObject(needsNamespace bool) (ns *corev1.Namespace, na
 	return ns, name, !known && needsNamespace
 }
 
+// kindInfo is what the apiserver's scheme says of the request's kind.
+func (rc *reqCtx) kindInfo() kindInfo {
+	if !rc.kindLoaded {
+		rc.kindLoaded = true
+		rc.kind = kindInfoOf(rc.req.Kind)
+	}
+	return rc.kind
+}
+
 func (rc *reqCtx) objects() (any, any) {
 	if v := rc.crdView(); v != nil {
 		return v.values()
@@ -221,14 +236,16 @@ func (rc *reqCtx) namespaceValues(ns *corev1.Namespace) (trimmed, full ref.Val) 
 // newFrame starts one evaluation of a list of expressions (the plugin's
 // ForInput) for a policy and param.
 func (rc *reqCtx) newFrame(cp *compiledPolicy, p *param, request ref.Val, namespace ref.Val, trace *exprTracer) *frame {
-	obj, old := rc.objects()
 	if rc.varCache == nil {
 		rc.varCache = make(map[varKey]varResult, 8)
 	}
 	f := &frame{ctx: rc.ctx, trace: trace, cache: rc.varCache, policy: cp.index, param: p,
 		rc: rc, cp: cp, fast: rc.fast}
-	f.act.object = obj
-	f.act.oldObject = old
+	if rc.kindInfo().typed {
+		f.act.typed = rc
+	} else {
+		f.act.object, f.act.oldObject = rc.objects()
+	}
 	if p != nil {
 		f.act.params = p.val
 	}

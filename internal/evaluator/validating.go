@@ -102,9 +102,13 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 	v := newValidator(ctx, s, r, ns, cfg.trace, !cfg.exact)
 	v.run(candidates)
 	if v.redo {
-		fastRedos.Add(1)
+		if v.typed == nil || v.typed.err == nil {
+			fastRedos.Add(1)
+		}
 		// A budget check on the fast interpreter's cost bounds failed: only
-		// exact costs may decide that, so start again without it.
+		// exact costs may decide that, so start again without it. Or cel-go
+		// found that the object does not decode into its type, which must
+		// fail every expression list (typed.go), not only cel-go's.
 		v = newValidator(ctx, s, r, ns, cfg.trace, false)
 		v.run(candidates)
 	}

@@ -297,6 +297,10 @@ func validationPool(pc paramChoice) []string {
 		"type(object) == map",
 		"object.metadata.?generateName.orValue('') == ''",
 		"object.kind != 'Namespace' || object.metadata.?labels.?env.orValue('none') != 'forbidden'",
+		// Type-confused: errors on the typed objects of built-in kinds.
+		"object.metadata.labels != 'x'",
+		"!(1 in object.metadata.labels)",
+		"[object.metadata] != [1]",
 		costlyPerCall,
 	}
 	switch pc {
@@ -638,9 +642,17 @@ func (g gen) request(w *world) *request {
 			er.Object, er.OldObject = g.podObject(name, ns), g.podObject(name, ns)
 			opts = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{Kind: "UpdateOptions", APIVersion: "meta.k8s.io/v1"}}
 		}
-	case 4: // pod exec
+	case 4: // pod exec, attach or portforward: options kinds without ObjectMeta
 		er.RequestKind, er.RequestResource, er.Operation, er.RequestSubResource = execGVK, podGVR, "CONNECT", "exec"
 		er.Object = map[string]any{"apiVersion": "v1", "kind": "PodExecOptions", "command": []any{"sh"}, "stdin": true}
+		switch g.pick(3) {
+		case 1:
+			er.RequestKind, er.RequestSubResource = schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, "attach"
+			er.Object = map[string]any{"apiVersion": "v1", "kind": "PodAttachOptions", "stdout": true}
+		case 2:
+			er.RequestKind, er.RequestSubResource = schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, "portforward"
+			er.Object = map[string]any{"apiVersion": "v1", "kind": "PodPortForwardOptions", "ports": []any{int64(8080)}}
+		}
 	case 5: // deployment
 		er.RequestKind, er.RequestResource, er.Operation = deployGVK, deployGVR, pickOne(g, []admissionregistrationv1.OperationType{"CREATE", "UPDATE"})
 		er.Object = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": g.meta(name, ns),
@@ -671,6 +683,12 @@ func (g gen) request(w *world) *request {
 		er.Object = map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": g.meta(name, ""), "rules": []any{}}
 	}
 	er.Kind, er.Resource, er.SubResource = er.RequestKind, er.RequestResource, er.RequestSubResource
+	if er.Object != nil {
+		er.Object = sentObject(er.Kind, er.Object)
+	}
+	if er.OldObject != nil {
+		er.OldObject = sentObject(er.Kind, er.OldObject)
+	}
 	if opts != nil {
 		er.Options = runtime.RawExtension{Raw: mustJSON(opts)}
 	}

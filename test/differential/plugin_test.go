@@ -92,6 +92,10 @@ func newAPIServerPlugin(tb testing.TB, w *world) *apiserverPlugin {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
 				tb.Fatal(err)
 			}
+			// Typed informers hand out objects without TypeMeta, which is
+			// why the plugin wraps such a param (wrappedParam) and CEL sees
+			// it as its JSON; the fake clientset would keep it.
+			cm.TypeMeta = metav1.TypeMeta{}
 			objs = append(objs, cm)
 			continue
 		}
@@ -182,12 +186,13 @@ type request struct {
 
 func (a *apiserverPlugin) validate(r *request) outcome {
 	er := r.evalReq
-	var obj, old runtime.Object
-	if er.Object != nil {
-		obj = &unstructured.Unstructured{Object: runtime.DeepCopyJSON(er.Object)}
+	obj, err := apiserverObject(er.Kind, er.Object)
+	if err != nil {
+		return outcome{otherErr: err.Error()}
 	}
-	if er.OldObject != nil {
-		old = &unstructured.Unstructured{Object: runtime.DeepCopyJSON(er.OldObject)}
+	old, err := apiserverObject(er.Kind, er.OldObject)
+	if err != nil {
+		return outcome{otherErr: err.Error()}
 	}
 	attrs := &recordingAttributes{
 		Attributes: admission.NewAttributesRecord(obj, old, er.RequestKind, er.Namespace, er.Name, er.RequestResource,
@@ -195,12 +200,49 @@ func (a *apiserverPlugin) validate(r *request) outcome {
 		annotations: map[string]string{},
 	}
 	rec := &warningRecorder{}
-	err := a.plugin.Validate(contextWithWarnings(rec), attrs, objectInterfaces)
+	err = a.plugin.Validate(contextWithWarnings(rec), attrs, objectInterfaces)
 	out := outcome{allowed: err == nil, warnings: rec.warnings, annotations: attrs.annotations}
 	if err != nil {
 		if out.status = statusOf(err); out.status == nil {
 			out.otherErr = err.Error()
 		}
+	}
+	return out
+}
+
+// apiserverObject is the object as kube-apiserver hands it to its plugin:
+// the typed struct of a kind its scheme knows, an unstructured object for
+// a custom resource.
+func apiserverObject(gvk schema.GroupVersionKind, m map[string]any) (runtime.Object, error) {
+	if m == nil {
+		return nil, nil
+	}
+	m = runtime.DeepCopyJSON(m)
+	typed, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil {
+		return &unstructured.Unstructured{Object: m}, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, typed); err != nil {
+		return nil, fmt.Errorf("a %v the apiserver could not hold: %w", gvk, err)
+	}
+	return typed, nil
+}
+
+// sentObject is the object as kube-apiserver sends it to a webhook: the
+// encoding of what it holds, so a built-in kind's object comes in its
+// canonical form (known fields only, quantities normalised, empty
+// optional fields left out).
+func sentObject(gvk schema.GroupVersionKind, m map[string]any) map[string]any {
+	obj, err := apiserverObject(gvk, m)
+	if err != nil || obj == nil {
+		panic(fmt.Sprintf("test object %v: %v", m, err))
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object
+	}
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(fmt.Sprint(err))
 	}
 	return out
 }
