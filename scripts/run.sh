@@ -90,6 +90,12 @@ build_demo() {
   say "admin namespaces import --tenant demo --cluster kind-demo -f $DEMO/namespaces.yaml"
   bin/admin namespaces import --tenant demo --cluster kind-demo -f "$DEMO/namespaces.yaml"
 
+  # The cluster's custom resource definitions, as \`kubectl get crd -o yaml\`
+  # would print them: policies then see a Widget the apiserver converted for
+  # the webhook in the version they match.
+  say "admin crds import --tenant demo --cluster kind-demo -f samples/crds/crds.yaml"
+  bin/admin crds import --tenant demo --cluster kind-demo -f samples/crds/crds.yaml
+
   # The two files: the directory also holds pod.json, which is no policy.
   say "admin apply --tenant demo -f samples/baseline/policies.yaml -f samples/baseline/bindings.yaml"
   bin/admin apply --tenant demo -f samples/baseline/policies.yaml -f samples/baseline/bindings.yaml
@@ -141,6 +147,7 @@ Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
   bin/admin get policies --tenant demo
   bin/admin get bindings --tenant demo
   bin/admin get namespaces --tenant demo --cluster kind-demo
+  bin/admin get crds --tenant demo --cluster kind-demo
   bin/admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json --explain
   bin/admin history --tenant demo vap baseline-no-privileged
   bin/admin credential list --tenant demo --cluster kind-demo
