@@ -98,13 +98,13 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 	}
 	candidates := s.candidates(r, cfg.trace)
 	v := newValidator(ctx, s, r, ns, cfg.trace, !cfg.exact)
-	v.run(candidates)
+	v.run(s.hooks, candidates)
 	if v.redo {
 		fastRedos.Add(1)
 		// A budget check on the fast interpreter's cost bounds failed: only
 		// exact costs may decide that, so start again without it.
 		v = newValidator(ctx, s, r, ns, cfg.trace, false)
-		v.run(candidates)
+		v.run(s.hooks, candidates)
 	}
 	return v.finish()
 }
@@ -127,6 +127,10 @@ func (v *validator) evaluate(inv invocation) failure {
 	}
 	return inv.failure
 }
+
+// prepare has nothing to do: the validator's matchConditions see the
+// request's object.
+func (v *validator) prepare(*invocation) {}
 
 // validations evaluates the validations, then their messageExpressions
 // with what is left of the budget, and decides each validation. It is

@@ -1,0 +1,113 @@
+package evaluator
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type mutation struct {
+	patchType admissionregistrationv1.PatchType
+	expr      string
+}
+
+func applyConfig(expr string) mutation {
+	return mutation{admissionregistrationv1.PatchTypeApplyConfiguration, expr}
+}
+
+func jsonPatch(expr string) mutation {
+	return mutation{admissionregistrationv1.PatchTypeJSONPatch, expr}
+}
+
+// newMAP is a policy over pods with the given mutations, and its
+// binding.
+func newMAP(name string, reinvoke admissionregistrationv1.ReinvocationPolicyType, ms ...mutation) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{rule([]string{"CREATE", "UPDATE"}, []string{""}, []string{"v1"}, []string{"pods"})},
+			},
+			ReinvocationPolicy: reinvoke,
+		},
+	}
+	for _, m := range ms {
+		mu := admissionregistrationv1.Mutation{PatchType: m.patchType}
+		if m.patchType == admissionregistrationv1.PatchTypeJSONPatch {
+			mu.JSONPatch = &admissionregistrationv1.JSONPatch{Expression: m.expr}
+		} else {
+			mu.ApplyConfiguration = &admissionregistrationv1.ApplyConfiguration{Expression: m.expr}
+		}
+		p.Spec.Mutations = append(p.Spec.Mutations, mu)
+	}
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-binding"},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+	}
+	return p, b
+}
+
+func mutatePodRequest() *Request {
+	obj := map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "p", "namespace": "default", "labels": map[string]any{"app": "web"}},
+		"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "app", "image": "nginx"},
+		}},
+	}
+	return &Request{Kind: podGVK, Resource: podGVR, Namespace: "default", Name: "p", Operation: "CREATE", Object: obj}
+}
+
+func TestMutateSmoke(t *testing.T) {
+	tests := []struct {
+		name      string
+		mutations []mutation
+		reinvoke  admissionregistrationv1.ReinvocationPolicyType
+		wantPatch string
+		wantDeny  string
+	}{
+		{name: "apply configuration adds a label",
+			mutations: []mutation{applyConfig(`Object{metadata: Object.metadata{labels: {"team": "a"}}}`)},
+			wantPatch: `[{"op":"add","path":"/metadata/labels/team","value":"a"}]`},
+		{name: "json patch with escaped key",
+			mutations: []mutation{jsonPatch(`[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("a/b~c"), value: "x"}]`)},
+			wantPatch: `[{"op":"add","path":"/metadata/labels/a~1b~0c","value":"x"}]`},
+		{name: "no-op apply configuration",
+			mutations: []mutation{applyConfig(`Object{metadata: Object.metadata{labels: {"app": "web"}}}`)}},
+		{name: "IfNeeded non-idempotent mutation runs twice",
+			reinvoke:  admissionregistrationv1.IfNeededReinvocationPolicy,
+			mutations: []mutation{jsonPatch(`[JSONPatch{op: "add", path: "/spec/containers/-", value: Object.spec.containers{name: "c" + string(size(object.spec.containers)), image: "busybox"}}]`)},
+			wantPatch: `[{"op":"add","path":"/spec/containers/1","value":{"image":"busybox","name":"c1","resources":{}}},{"op":"add","path":"/spec/containers/2","value":{"image":"busybox","name":"c2","resources":{}}}]`},
+		{name: "unknown field refused",
+			mutations: []mutation{jsonPatch(`[JSONPatch{op: "add", path: "/spec/bogus", value: "x"}]`)},
+			wantDeny:  "unknown field"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := newMAP("p", tc.reinvoke, tc.mutations...)
+			s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
+				MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
+			if errs := s.CompileErrors(); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			res := s.Mutate(context.Background(), mutatePodRequest(), nil)
+			if tc.wantDeny != "" {
+				if res.Allowed || !strings.Contains(res.Status.Message, tc.wantDeny) {
+					t.Fatalf("want a denial with %q, got %+v %+v", tc.wantDeny, res.Status, res.Bindings)
+				}
+				return
+			}
+			if !res.Allowed {
+				t.Fatalf("denied: %+v", res.Status)
+			}
+			if string(res.Patch) != tc.wantPatch {
+				b, _ := json.Marshal(res.Object)
+				t.Fatalf("patch %s, want %s; object %s", res.Patch, tc.wantPatch, b)
+			}
+		})
+	}
+}
