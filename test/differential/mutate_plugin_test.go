@@ -218,7 +218,8 @@ func jsonForm(tb testing.TB, obj runtime.Object) map[string]any {
 }
 
 // mutate runs the request through the plugin as the admission chain does:
-// once, and once more when the plugin asks for reinvocation.
+// when it handles the operation, once, and once more when the plugin asks
+// for reinvocation.
 func (a *mutatingPlugin) mutate(tb testing.TB, r *request) mutateOutcome {
 	er := r.evalReq
 	obj := heldObject(tb, er.Object, er.RequestKind)
@@ -230,7 +231,12 @@ func (a *mutatingPlugin) mutate(tb testing.TB, r *request) mutateOutcome {
 		initial = obj.DeepCopyObject()
 	}
 	ctx := context.Background()
-	err := a.plugin.Admit(ctx, attrs, mutateInterfaces)
+	var err error
+	// The admission chain calls a plugin only for the operations it
+	// handles: CREATE, UPDATE and CONNECT.
+	if a.plugin.Handles(attrs.GetOperation()) {
+		err = a.plugin.Admit(ctx, attrs, mutateInterfaces)
+	}
 	if rc := attrs.GetReinvocationContext(); err == nil && rc.ShouldReinvoke() {
 		rc.SetIsReinvoke()
 		err = a.plugin.Admit(ctx, attrs, mutateInterfaces)
