@@ -42,7 +42,9 @@ type policyKind interface {
 	endPolicy(cp *compiledPolicy)
 	// prepare is called before the matchConditions of an invocation whose
 	// policy compiled; the mutating kind sets the object they see there.
-	prepare(inv *invocation)
+	// It takes the policy, not the invocation, which a pointer through
+	// this interface would move to the heap.
+	prepare(cp *compiledPolicy)
 }
 
 // invocation is one (policy, binding, param) in the context of a request,
@@ -236,7 +238,7 @@ func (d *dispatcher) invoke(inv *invocation, nsName string, nsUnknown bool) {
 	}
 	if cp := inv.policy; cp.compileErr != nil {
 		inv.fail(CauseCompileError, cp.compileErr.Error())
-	} else if d.kind.prepare(inv); d.matchConditions(inv) {
+	} else if d.kind.prepare(cp); d.matchConditions(inv) {
 		if f := d.kind.evaluate(*inv); f.cause != CauseNone {
 			inv.failure = f
 		}

@@ -169,8 +169,8 @@ func (m *mutator) versioned() *admission.VersionedAttributes {
 // prepare mirrors the matchConditions' activation: the condition
 // evaluator switches the versioned objects to their typed CEL view
 // (UseSchemalessTypeRef) for the rest of the pass, then reads them.
-func (m *mutator) prepare(inv *invocation) {
-	if len(inv.policy.matchConditions) == 0 {
+func (m *mutator) prepare(cp *compiledPolicy) {
+	if len(cp.matchConditions) == 0 {
 		return
 	}
 	va := m.versioned()

@@ -130,7 +130,7 @@ func (v *validator) evaluate(inv invocation) failure {
 
 // prepare has nothing to do: the validator's matchConditions see the
 // request's object.
-func (v *validator) prepare(*invocation) {}
+func (v *validator) prepare(*compiledPolicy) {}
 
 // validations evaluates the validations, then their messageExpressions
 // with what is left of the budget, and decides each validation. It is
