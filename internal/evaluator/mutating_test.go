@@ -111,3 +111,52 @@ func TestMutateSmoke(t *testing.T) {
 		})
 	}
 }
+
+// TestMutatingCompileErrors reports a MutatingAdmissionPolicy's compile
+// errors with its kind and the field of the expression.
+func TestMutatingCompileErrors(t *testing.T) {
+	p, b := newMAP("bad", admissionregistrationv1.NeverReinvocationPolicy,
+		applyConfig(`Object{spec: nope}`), jsonPatch(`[JSONPatch{op: "add", path: 1}]`), applyConfig(`authorizer.group("").resource("pods").check("get").allowed() ? Object{} : Object{}`))
+	p.Spec.Variables = []admissionregistrationv1.Variable{{Name: "v", Expression: "1 +"}}
+	p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch})
+	b.Spec.MatchResources = &admissionregistrationv1.MatchResources{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}}
+	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
+		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{Mode: NewExpressions})
+	var got []string
+	for _, e := range s.CompileErrors() {
+		got = append(got, e.Kind+" "+e.Name+" "+e.Field)
+	}
+	want := []string{
+		"MutatingAdmissionPolicy bad spec.variables[0].expression",
+		"MutatingAdmissionPolicy bad spec.mutations[0].applyConfiguration.expression",
+		"MutatingAdmissionPolicy bad spec.mutations[1].jsonPatch.expression",
+		"MutatingAdmissionPolicy bad spec.mutations[2].applyConfiguration.expression",
+		"MutatingAdmissionPolicy bad spec.mutations[3]",
+		"MutatingAdmissionPolicyBinding bad-binding spec.matchResources",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("compile errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	st := s.Stats()
+	if st.MutatingPolicies != 1 || st.MutatingHooks != 1 || st.MutatingBindings != 1 || st.CompileErrors != len(want) || st.Policies != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The policy still loads: its errors follow its failurePolicy.
+	res := s.Mutate(context.Background(), mutatePodRequest(), nil)
+	if res.Allowed || res.Status == nil || res.Status.Code != 403 {
+		t.Fatalf("want a 403 denial, got %+v", res)
+	}
+}
+
+// TestMutateSkipsDelete: the plugin handles CREATE, UPDATE and CONNECT.
+func TestMutateSkipsDelete(t *testing.T) {
+	p, b := newMAP("p", "", applyConfig(`Object{metadata: Object.metadata{labels: {"x": "y"}}}`))
+	p.Spec.MatchConstraints.ResourceRules[0].Operations = append(p.Spec.MatchConstraints.ResourceRules[0].Operations, "DELETE")
+	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
+		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
+	r := mutatePodRequest()
+	r.Operation, r.OldObject, r.Object = "DELETE", r.Object, nil
+	if res := s.Mutate(context.Background(), r, nil); !res.Allowed || res.Patch != nil || len(res.Bindings) != 0 {
+		t.Fatalf("DELETE mutated: %+v", res)
+	}
+}
