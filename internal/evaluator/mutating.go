@@ -241,7 +241,8 @@ func (m *mutator) evaluate(inv invocation) failure {
 		}
 		m.errs = append(m.errs, failure{cause: mutationCause(err), message: err.Error()})
 	}
-	if !apiequality.Semantic.DeepEqual(before, va.VersionedObject.Object()) {
+	// An object no mutation replaced is equal to itself.
+	if after := va.VersionedObject.Object(); after != before && !apiequality.Semantic.DeepEqual(before, after) {
 		m.st.requireReinvoking()
 		m.st.shouldReinvoke = true
 	}

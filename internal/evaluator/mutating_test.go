@@ -160,3 +160,18 @@ func TestMutateSkipsDelete(t *testing.T) {
 		t.Fatalf("DELETE mutated: %+v", res)
 	}
 }
+
+// TestMutateTrace traces both passes of a reinvoked policy.
+func TestMutateTrace(t *testing.T) {
+	p, b := newMAP("p", admissionregistrationv1.IfNeededReinvocationPolicy, applyConfig(`Object{metadata: Object.metadata{labels: {"x": "y"}}}`))
+	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "always", Expression: "true"}}
+	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
+		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
+	res := s.Mutate(context.Background(), mutatePodRequest(), nil, WithTrace())
+	if !res.Allowed || res.Patch == nil || len(res.Trace) != 2 {
+		t.Fatalf("want a patch and a trace of two passes, got %+v", res)
+	}
+	if len(res.Bindings) != 2 || !res.Bindings[0].Mutated || res.Bindings[0].Reinvoked || !res.Bindings[1].Reinvoked {
+		t.Fatalf("bindings %+v", res.Bindings)
+	}
+}

@@ -251,6 +251,14 @@ func mutateCases() []mutateCase {
 		{"delete is not mutated", mworld(mpol("p", ac(label("x", `"1"`)))), del},
 		{"connect", mworld(mpol("p", onlyResources("pods/exec"), jp(`[JSONPatch{op: "add", path: "/command/-", value: "-c"}]`))), exec},
 		{"typed view after a matchCondition", mworld(mpol("p", mcond("t", "true"), ac(label("t", `string(object.spec.containers[0].resources == {})`)))), podCreate(webPod())},
+		{"type-confused comparison, typed view", mworld(mpol("p", mcond("t", "true"), ac(label("t", `string([object.spec.hostNetwork] == [1])`)))), podCreate(webPod())},
+		{"type-confused comparison, JSON view", mworld(mpol("p", ac(label("t", `string([object.spec.hostNetwork] == [1])`)))), podCreate(webPod())},
+		{"int key in labels, typed view", mworld(mpol("p", mcond("t", "true"), ac(label("t", `string(1 in object.metadata.labels)`)))), podCreate(webPod())},
+		{"int key in labels, JSON view", mworld(mpol("p", ac(label("t", `string(1 in object.metadata.labels)`)))), podCreate(webPod())},
+		{"unsigned index, typed view after an earlier policy's matchCondition", mworld(
+			mpol("a", mcond("t", "true"), ac(label("a", `"1"`))),
+			mpol("b", ac(label("t", `object.spec.containers[0u].name`)))), podCreate(webPod())},
+		{"unsigned index, JSON view", mworld(mpol("p", ac(label("t", `object.spec.containers[0u].name`)))), podCreate(webPod())},
 		{"json view without a matchCondition", mworld(mpol("p", ac(label("t", `string(has(object.spec.containers[0].resources))`)))), podCreate(webPod())},
 	}
 }
