@@ -90,7 +90,7 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 	default:
 		return res // the plugin does not handle DELETE
 	}
-	if admissionConfigResources[r.RequestResource.GroupResource()] || r.Object == nil {
+	if admissionConfigResources[r.RequestResource.GroupResource()] {
 		return res
 	}
 	candidates := candidatesIn(s.mutating.hooks, s.mutating.index, r, cfg.trace)

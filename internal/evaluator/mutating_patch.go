@@ -85,6 +85,9 @@ func (st *mutationState) load(r *Request) *apierrors.StatusError {
 }
 
 func (st *mutationState) object(m map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	if m == nil {
+		return nil, nil
+	}
 	if !st.typed {
 		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(m)}
 		return u, nil

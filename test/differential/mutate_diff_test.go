@@ -173,7 +173,14 @@ func mutateCases() []mutateCase {
 	exec.evalReq.Kind, exec.evalReq.RequestKind, exec.evalReq.Resource, exec.evalReq.RequestResource = execGVK, execGVK, podGVR, podGVR
 	exec.evalReq.SubResource, exec.evalReq.RequestSubResource = "exec", "exec"
 
+	noObject := mrequest("CONNECT", nil, nil, nil, nil)
+	noObject.evalReq.Kind, noObject.evalReq.RequestKind, noObject.evalReq.Resource, noObject.evalReq.RequestResource = execGVK, execGVK, podGVR, podGVR
+	noObject.evalReq.SubResource, noObject.evalReq.RequestSubResource = "exec", "exec"
+
 	return []mutateCase{
+		{"no object, binding error", withRef(mworld(mpol("p", onlyResources("pods/exec"), withParams("v1", "ConfigMap"), ac(label("x", `"1"`)))),
+			"p", admissionregistrationv1.ParamRef{Name: "missing", ParameterNotFoundAction: ptr(admissionregistrationv1.DenyAction)}), noObject},
+		{"no object", mworld(mpol("p", onlyResources("pods/exec"), mcond("t", "object == null"), ac(label("x", `"1"`)))), noObject},
 		{"apply map merge", mworld(mpol("p", ac(label("team", `"a"`)))), podCreate(webPod())},
 		{"apply keyed list by name", mworld(mpol("p", ac(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "side", image: "busybox:2"}, Object.spec.containers{name: "new", image: "x"}]}}`))), podCreate(webPod())},
 		{"apply atomic list refused", mworld(mpol("p", ac(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "app", args: ["-q"]}]}}`))), podCreate(webPod())},
