@@ -137,12 +137,12 @@ func newMutator(ctx context.Context, s *Snapshot, r *Request, ns NamespaceLookup
 	return m
 }
 
-// dropSkipped leaves out the second pass's invocations that were not
-// reinvoked and did not fail.
+// dropSkipped keeps, of the second pass's results, the invocations that
+// were reinvoked or failed.
 func dropSkipped(brs []BindingResult) []BindingResult {
 	out := brs[:0]
 	for _, br := range brs {
-		if br.Outcome != "" {
+		if br.Outcome == OutcomePass || br.Outcome == OutcomeError {
 			br.Reinvoked = true
 			out = append(out, br)
 		}

@@ -175,3 +175,32 @@ func TestMutateTrace(t *testing.T) {
 		t.Fatalf("bindings %+v", res.Bindings)
 	}
 }
+
+// TestMutateConcurrent runs one snapshot from several goroutines (go test
+// -race): the type converter and the object interfaces are shared.
+func TestMutateConcurrent(t *testing.T) {
+	p, b := newMAP("p", admissionregistrationv1.IfNeededReinvocationPolicy,
+		applyConfig(`Object{metadata: Object.metadata{labels: {"x": string(size(object.metadata.labels))}}}`),
+		jsonPatch(`[JSONPatch{op: "add", path: "/spec/containers/-", value: Object.spec.containers{name: "c" + string(size(object.spec.containers)), image: "y"}}]`))
+	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
+		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
+	want := string(s.Mutate(context.Background(), mutatePodRequest(), nil).Patch)
+	done := make(chan string)
+	for range 4 {
+		go func() {
+			var got string
+			for range 20 {
+				got = string(s.Mutate(context.Background(), mutatePodRequest(), nil).Patch)
+				if got != want {
+					break
+				}
+			}
+			done <- got
+		}()
+	}
+	for range 4 {
+		if got := <-done; got != want {
+			t.Fatalf("patch %s, want %s", got, want)
+		}
+	}
+}
