@@ -170,6 +170,12 @@ func (m *mutator) versioned() *admission.VersionedAttributes {
 // evaluator switches the versioned objects to their typed CEL view
 // (UseSchemalessTypeRef) for the rest of the pass, then reads them.
 func (m *mutator) prepare(cp *compiledPolicy) {
+	if n := cp.mutating.patchers(); n != len(cp.mutating.mutations) && m.st.statusErr == nil {
+		// The plugin checks this first, for every invocation of the policy.
+		m.st.statusErr = apierrors.NewInternalError(fmt.Errorf("expected %v compiled evaluators for policy %v, got %v",
+			len(cp.mutating.mutations), cp.name, n))
+		m.redo = true
+	}
 	if len(cp.matchConditions) == 0 {
 		return
 	}

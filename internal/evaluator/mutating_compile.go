@@ -21,7 +21,8 @@ type mutatingPolicy struct {
 
 // compiledMutation is one entry of spec.mutations. expr is nil for an
 // entry whose patchType has no expression set: the plugin compiles no
-// patcher for it and then refuses the policy at evaluation time.
+// patcher for it and then refuses every request the policy is invoked
+// for (a 500).
 type compiledMutation struct {
 	patchType admissionregistrationv1.PatchType
 	expr      *compiledExpr
@@ -68,6 +69,17 @@ func compileMutatingPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy, m
 	}
 	cp.needsNamespace = c.usesNamespace
 	return cp
+}
+
+// patchers counts the mutations the plugin compiles a patcher for.
+func (mp *mutatingPolicy) patchers() int {
+	n := 0
+	for _, m := range mp.mutations {
+		if m.expr != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // compileErrors lists a MutatingAdmissionPolicy's compile errors, in field

@@ -135,10 +135,8 @@ func (st *mutationState) patch(sent map[string]any, first runtime.Object) (map[s
 
 // dispatchOne mirrors the plugin dispatcher's dispatchOne.
 func (m *mutator) dispatchOne(inv *invocation, cm *compiledMutation, va *admission.VersionedAttributes, gvr schema.GroupVersionResource) error {
-	if cm.expr == nil {
-		// The plugin compiles no patcher for it and refuses the policy.
-		return apierrors.NewInternalError(fmt.Errorf("expected %v compiled evaluators for policy %v, got fewer",
-			len(inv.policy.mutating.mutations), inv.policy.name))
+	if cm.expr == nil { // prepare has refused the policy
+		return apierrors.NewInternalError(fmt.Errorf("no patcher for policy %v", inv.policy.name))
 	}
 	tc := typeConverterFor(va.VersionedKind)
 	if tc == nil {

@@ -180,6 +180,9 @@ func mutateCases() []mutateCase {
 	return []mutateCase{
 		{"no object, binding error", withRef(mworld(mpol("p", onlyResources("pods/exec"), withParams("v1", "ConfigMap"), ac(label("x", `"1"`)))),
 			"p", admissionregistrationv1.ParamRef{Name: "missing", ParameterNotFoundAction: ptr(admissionregistrationv1.DenyAction)}), noObject},
+		{"mutation without an expression", mworld(mpol("p", ac(label("x", `"1"`)), func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
+			p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch})
+		})), podCreate(webPod())},
 		{"no object", mworld(mpol("p", onlyResources("pods/exec"), mcond("t", "object == null"), ac(label("x", `"1"`)))), noObject},
 		{"apply map merge", mworld(mpol("p", ac(label("team", `"a"`)))), podCreate(webPod())},
 		{"apply keyed list by name", mworld(mpol("p", ac(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "side", image: "busybox:2"}, Object.spec.containers{name: "new", image: "x"}]}}`))), podCreate(webPod())},
