@@ -180,6 +180,10 @@ func mutateCases() []mutateCase {
 	return []mutateCase{
 		{"no object, binding error", withRef(mworld(mpol("p", onlyResources("pods/exec"), withParams("v1", "ConfigMap"), ac(label("x", `"1"`)))),
 			"p", admissionregistrationv1.ParamRef{Name: "missing", ParameterNotFoundAction: ptr(admissionregistrationv1.DenyAction)}), noObject},
+		{"configuration errors come before mutation errors", withRef(mworld(
+			mpol("a", jp(`[JSONPatch{op: "remove", path: "/nope"}]`)),
+			mpol("b", withParams("v1", "ConfigMap"), ac(label("x", `"1"`)))),
+			"b", admissionregistrationv1.ParamRef{Name: "missing", ParameterNotFoundAction: ptr(admissionregistrationv1.DenyAction)}), podCreate(webPod())},
 		{"mutation without an expression", mworld(mpol("p", ac(label("x", `"1"`)), func(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 			p.Spec.Mutations = append(p.Spec.Mutations, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch})
 		})), podCreate(webPod())},
