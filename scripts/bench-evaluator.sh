@@ -5,7 +5,10 @@
 #     and 1000 policies (only the baseline ones match);
 #   - the evaluator against the apiserver's own ValidatingAdmissionPolicy
 #     plugin on the same Pod, in the same binary, rounds alternating, and the
-#     ratio of their medians.
+#     ratio of their medians;
+#   - the same for mutation: Snapshot.Mutate against the apiserver's
+#     MutatingAdmissionPolicy plugin, with the five policies of
+#     samples/mutating on the same Pod.
 # ROUNDS (default 6) sets the number of alternating rounds; CPU (default 1)
 # the core. BASELINE_REV (a git revision) also builds the evaluator of that
 # revision (in a temporary worktree) and runs it in the same alternating
@@ -61,6 +64,24 @@ awk -v p="$plugin" -v e="$eval" -v pa="$pa" -v ea="$ea" 'BEGIN {
 	printf "median evaluator %10.0f ns/op %6.0f allocs/op\n", e, ea
 	printf "ratio plugin/evaluator: %.2fx\n", p / e
 }'
+echo "== mutation: evaluator vs apiserver plugin, realistic Pod, 5 policies, $ROUNDS alternating rounds"
+: >"$tmp/mutate.txt"
+for _ in $(seq "$ROUNDS"); do
+	for b in BenchmarkMutatePlugin BenchmarkMutateEvaluator; do
+		(cd test/differential && pin "$tmp/differential.test" -test.run '^$' -test.bench "^$b\$" -test.benchmem -test.benchtime 2s 2>/dev/null) |
+			grep -E '^Benchmark' | tee -a "$tmp/mutate.txt"
+	done
+done
+mplugin="$(grep '^BenchmarkMutatePlugin' "$tmp/mutate.txt" | awk '{print $3}' | median)"
+meval="$(grep '^BenchmarkMutateEvaluator' "$tmp/mutate.txt" | awk '{print $3}' | median)"
+mpa="$(grep '^BenchmarkMutatePlugin' "$tmp/mutate.txt" | awk '{print $7}' | median)"
+mea="$(grep '^BenchmarkMutateEvaluator' "$tmp/mutate.txt" | awk '{print $7}' | median)"
+awk -v p="$mplugin" -v e="$meval" -v pa="$mpa" -v ea="$mea" 'BEGIN {
+	printf "median mutating plugin    %10.0f ns/op %6.0f allocs/op\n", p, pa
+	printf "median mutating evaluator %10.0f ns/op %6.0f allocs/op\n", e, ea
+	printf "ratio plugin/evaluator (mutation): %.2fx\n", p / e
+}'
+
 if [ -n "${BASELINE_REV:-}" ]; then
 	before="$(grep '^BenchmarkBeforeEvaluator' "$tmp/diff.txt" | awk '{print $3}' | median)"
 	ba="$(grep '^BenchmarkBeforeEvaluator' "$tmp/diff.txt" | awk '{print $7}' | median)"

@@ -16,6 +16,11 @@ type Objects struct {
 	// Params are the objects that bindings' paramRefs point at: any
 	// apiVersion, kind, namespace and name.
 	Params []*unstructured.Unstructured
+	// MutatingPolicies and MutatingBindings are the tenant's
+	// MutatingAdmissionPolicies and their bindings, in the v1 form
+	// (ConvertMutatingPolicy converts the older versions).
+	MutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
+	MutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
 // EnvMode selects the CEL environment used to compile expressions.
@@ -61,7 +66,7 @@ type CompileOptions struct {
 // binding. A snapshot keeps it and applies it at evaluation time through the
 // policy's failurePolicy; a write path can refuse the object with 422.
 type CompileError struct {
-	Kind    string // ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding
+	Kind    string // ValidatingAdmissionPolicy, MutatingAdmissionPolicy or their Binding
 	Name    string
 	Field   string // e.g. spec.validations[0].expression
 	Message string
@@ -79,4 +84,9 @@ type Stats struct {
 	Params        int
 	Expressions   int
 	CompileErrors int
+	// The same counts for MutatingAdmissionPolicies; Expressions and
+	// CompileErrors count both kinds.
+	MutatingPolicies int
+	MutatingHooks    int
+	MutatingBindings int
 }

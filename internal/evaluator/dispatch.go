@@ -40,6 +40,11 @@ type policyKind interface {
 	// endPolicy is called once all the bindings of a matched policy are
 	// dispatched.
 	endPolicy(cp *compiledPolicy)
+	// prepare is called before the matchConditions of an invocation whose
+	// policy compiled; the mutating kind sets the object they see there.
+	// It takes the policy, not the invocation, which a pointer through
+	// this interface would move to the heap.
+	prepare(cp *compiledPolicy)
 }
 
 // invocation is one (policy, binding, param) in the context of a request,
@@ -111,24 +116,28 @@ var admissionConfigResources = map[schema.GroupResource]bool{
 // the request: all of them when tracing, so that the trace explains why
 // the others do not.
 func (s *Snapshot) candidates(r *Request, all bool) []int {
+	return candidatesIn(s.hooks, s.index, r, all)
+}
+
+func candidatesIn(hooks []*compiledPolicy, index *ruleIndex, r *Request, all bool) []int {
 	switch {
 	case all:
-		candidates := make([]int, len(s.hooks))
+		candidates := make([]int, len(hooks))
 		for i := range candidates {
 			candidates[i] = i
 		}
 		return candidates
 	case r.Resource != r.RequestResource:
-		return s.index.lookup(r.Operation, r.RequestResource, r.Resource)
+		return index.lookup(r.Operation, r.RequestResource, r.Resource)
 	}
-	return s.index.lookup(r.Operation, r.RequestResource)
+	return index.lookup(r.Operation, r.RequestResource)
 }
 
-// run dispatches the request to the candidate policies, in order; it stops
-// early when the evaluation must be redone exactly.
-func (d *dispatcher) run(candidates []int) {
+// run dispatches the request to the candidate policies of hooks, in
+// order; it stops early when the evaluation must be redone exactly.
+func (d *dispatcher) run(hooks []*compiledPolicy, candidates []int) {
 	for _, pi := range candidates {
-		d.dispatchPolicy(d.s.hooks[pi])
+		d.dispatchPolicy(hooks[pi])
 		if d.redo {
 			return
 		}
@@ -230,7 +239,7 @@ func (d *dispatcher) invoke(inv *invocation, nsName string, nsUnknown bool) {
 	}
 	if cp := inv.policy; cp.compileErr != nil {
 		inv.fail(CauseCompileError, cp.compileErr.Error())
-	} else if d.matchConditions(inv) {
+	} else if d.kind.prepare(cp); d.matchConditions(inv) {
 		if f := d.kind.evaluate(*inv); f.cause != CauseNone {
 			inv.failure = f
 		}

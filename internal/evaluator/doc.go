@@ -1,8 +1,9 @@
-// Package evaluator compiles a tenant's ValidatingAdmissionPolicies, bindings
-// and params into an immutable, indexed Snapshot (Compile) and evaluates
-// admission requests against it (Snapshot.Validate) with the semantics of
-// the kube-apiserver ValidatingAdmissionPolicy plugin (k8s.io/apiserver
-// v0.37.x). It is pure: no database, no HTTP.
+// Package evaluator compiles a tenant's ValidatingAdmissionPolicies,
+// MutatingAdmissionPolicies, their bindings and params into an immutable,
+// indexed Snapshot (Compile) and evaluates admission requests against it
+// (Snapshot.Validate, Snapshot.Mutate) with the semantics of the
+// kube-apiserver ValidatingAdmissionPolicy and MutatingAdmissionPolicy
+// plugins (k8s.io/apiserver v0.37.x). It is pure: no database, no HTTP.
 //
 // # Compiling
 //
@@ -61,6 +62,63 @@
 // An objectSelector reads the object's labels; a kind without ObjectMeta
 // in the scheme (the CONNECT options kinds) has none, so only an empty
 // selector matches it (match.go).
+//
+// # Mutating
+//
+// The mutating kind (mutating.go, mutating_patch.go) mirrors the plugin's
+// dispatcher: CREATE, UPDATE and CONNECT only; each invocation's mutations
+// in list order, each seeing the result of the one before; an error that
+// is not a StatusError goes to the failurePolicy (reason Invalid) and the
+// next mutation still runs; a StatusError (a 503 for a kind without a
+// schema, a 500 for a result the typed object refuses) ends the request
+// whatever the failurePolicy. Policies run in name order, then bindings in
+// name order, then params in (namespace, name) order; the plugin's own
+// order is that of its informers' maps, which is not defined, so this is
+// one of the orders it may take. Mutate returns the object after the
+// admission chain's second pass, in which the plugin re-runs the
+// reinvocationPolicy IfNeeded invocations that reached their mutations in
+// the first, when any mutation in the first pass was applied (even one
+// that changed nothing: the plugin's Dirty flag).
+//
+// The mutations are applied by the apiserver's patch package itself
+// (NewApplyConfigurationPatcher, NewJSONPatcher): only their expressions
+// are evaluated here, in the evaluator's frames, without the fast
+// interpreter. The object is held as the plugin holds it: a kind of
+// client-go's scheme as its typed Go object (decoded from the request's
+// JSON), anything else unstructured; server-side-apply merges use
+// client-go's type converter over the built-in OpenAPI models, and a kind
+// it does not know has none (the plugin's 503 "Resource kind ... not
+// found"). Expressions see the object's JSON form, or its typed view once
+// a matchCondition was evaluated in the same pass, as the plugin's
+// LazyObject does (it is used here too). The answer is an RFC 6902 patch
+// from the request's JSON to the final object: the change the mutations
+// made to the held object, carried over to the JSON as sent (jsonpatch.go).
+//
+// What differs from the plugin in a cluster, and why:
+//   - Defaulting. The plugin runs the scheme's defaulter after every
+//     mutation; kube-apiserver's scheme has the built-in defaulters,
+//     client-go's has none. The apiserver defaults the object again after
+//     applying a webhook's patch, so the object it stores is the same;
+//     only a later policy that reads a field defaulting would have filled
+//     in after an earlier mutation (a new container's
+//     terminationMessagePath, say) can see a difference.
+//   - Namespaces. The plugin refuses a request whose namespace does not
+//     exist (404); here a namespace the inventory lacks makes the
+//     failurePolicy decide for the bindings that need it, as for
+//     validating policies.
+//   - Versions. A policy that matched the request in another version than
+//     the webhook received it in (matchPolicy Equivalent) cannot have its
+//     object converted here: the failurePolicy decides ("failed to convert
+//     object version").
+//   - Reinvocation across webhooks. Mutate answers one webhook call with
+//     both of the plugin's passes. When the apiserver calls the webhook
+//     again because another webhook changed the object afterwards, the
+//     gateway evaluates that request afresh, both passes again, where the
+//     in-process plugin would re-run only its IfNeeded invocations once.
+//
+// Mutation does the plugin's own work (typed conversions, structured
+// merges, a JSON round trip of the object per JSON patch), so it runs at
+// about the plugin's speed (scripts/bench-evaluator.sh times the two).
 //
 // # The fast interpreter
 //

@@ -79,6 +79,8 @@ type compiledPolicy struct {
 	// validating is a ValidatingAdmissionPolicy's own part; never nil for
 	// one.
 	validating *validatingPolicy
+	// mutating is a MutatingAdmissionPolicy's own part; never nil for one.
+	mutating *mutatingPolicy
 }
 
 // compiledBinding is a binding compiled once.

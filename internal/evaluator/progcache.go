@@ -35,6 +35,8 @@ const (
 	kindMessage
 	kindAudit
 	kindMatchCondition
+	kindJSONPatch
+	kindApplyConfiguration
 )
 
 type progKey struct {

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Result is the outcome of one Validate call.
+// Result is the outcome of one Validate or Mutate call.
 type Result struct {
 	Allowed bool
 	// MissingCRD is set when a binding needed the CustomResourceDefinition
@@ -15,6 +15,11 @@ type Result struct {
 	// policy matched, and the inventory lacks it (crds.go). A bool next to
 	// Allowed takes no room: a string made every Result 16 bytes bigger.
 	MissingCRD bool
+	// Patch is, for Mutate, an RFC 6902 JSON patch that turns the
+	// request's object into Object; nil when the object did not change.
+	Patch []byte
+	// Object is, for Mutate, the final object when it changed.
+	Object map[string]any
 	// Status is nil when allowed; otherwise exactly what the apiserver's
 	// plugin returns (admission.NewForbidden wrapping, code/reason from the
 	// validation's reason, message in details.causes).
@@ -133,6 +138,14 @@ type BindingResult struct {
 	Timeout bool
 	// Cause is the kind of Error, set with it.
 	Cause Cause
+	// Mutated is set when a MutatingAdmissionPolicy's mutations ran and
+	// at least one applied (the plugin's Dirty flag: a patch call that
+	// returned, even one that changed nothing).
+	Mutated bool
+	// Reinvoked marks the result of a second pass, where the
+	// reinvocationPolicy IfNeeded policies ran again.
+	// (The two flags sit in the padding after Cause.)
+	Reinvoked bool
 	// Error is the error message when there was one.
 	Error string
 	// Messages are the messages of failed validations, in order.

@@ -16,6 +16,17 @@ type Snapshot struct {
 	params        *paramStore
 	compileErrors []CompileError
 	stats         Stats
+	// mutating are the MutatingAdmissionPolicies, apart from the
+	// validating ones: they are dispatched by Mutate only.
+	mutating hookSet
+}
+
+// hookSet is the compiled policies of one kind, those with bindings and
+// their index.
+type hookSet struct {
+	policies []*compiledPolicy // by name
+	hooks    []*compiledPolicy // with at least one binding, by name
+	index    *ruleIndex
 }
 
 // CompileErrors returns every compile error, in policy/binding name order.
@@ -97,5 +108,65 @@ func Compile(objs Objects, opts CompileOptions) *Snapshot {
 	for _, cp := range s.policies {
 		s.stats.Expressions += cp.validating.expressions(cp)
 	}
+	s.compileMutating(objs, opts)
 	return s
+}
+
+// compileMutating compiles the MutatingAdmissionPolicies and their
+// bindings as Compile does the validating ones.
+func (s *Snapshot) compileMutating(objs Objects, opts CompileOptions) {
+	policies := make([]*admissionregistrationv1.MutatingAdmissionPolicy, 0, len(objs.MutatingPolicies))
+	for _, p := range objs.MutatingPolicies {
+		if p != nil {
+			p = p.DeepCopy()
+			SetMutatingPolicyDefaults(p)
+			policies = append(policies, p)
+		}
+	}
+	slices.SortStableFunc(policies, func(a, b *admissionregistrationv1.MutatingAdmissionPolicy) int {
+		return strings.Compare(a.Name, b.Name)
+	})
+	bindings := make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, 0, len(objs.MutatingBindings))
+	for _, b := range objs.MutatingBindings {
+		if b != nil {
+			b = b.DeepCopy()
+			SetMutatingBindingDefaults(b)
+			bindings = append(bindings, b)
+		}
+	}
+	slices.SortStableFunc(bindings, func(a, b *admissionregistrationv1.MutatingAdmissionPolicyBinding) int {
+		return strings.Compare(a.Name, b.Name)
+	})
+	m := &s.mutating
+	byName := map[string]*compiledPolicy{}
+	for _, p := range policies {
+		if _, dup := byName[p.Name]; dup {
+			continue
+		}
+		cp := compileMutatingPolicy(p, opts.Mode, s.params)
+		cp.index = len(m.policies)
+		byName[p.Name] = cp
+		m.policies = append(m.policies, cp)
+		s.compileErrors = append(s.compileErrors, cp.mutating.compileErrors(cp)...)
+		s.stats.Expressions += cp.mutating.expressions(cp)
+	}
+	for _, b := range bindings {
+		cb, errs := compileMutatingBinding(b)
+		s.compileErrors = append(s.compileErrors, errs...)
+		cp := byName[b.Spec.PolicyName]
+		if cp == nil {
+			continue
+		}
+		cp.bindings = append(cp.bindings, cb)
+		s.stats.MutatingBindings++
+	}
+	for _, cp := range m.policies {
+		if len(cp.bindings) > 0 && cp.paramGVKErr() == nil {
+			m.hooks = append(m.hooks, cp)
+		}
+	}
+	m.index = buildRuleIndex(m.hooks)
+	s.stats.MutatingPolicies = len(m.policies)
+	s.stats.MutatingHooks = len(m.hooks)
+	s.stats.CompileErrors = len(s.compileErrors)
 }

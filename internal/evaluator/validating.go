@@ -100,7 +100,7 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 	}
 	candidates := s.candidates(r, cfg.trace)
 	v := newValidator(ctx, s, r, ns, cfg.trace, !cfg.exact)
-	v.run(candidates)
+	v.run(s.hooks, candidates)
 	if v.redo {
 		if v.typed == nil || v.typed.err == nil {
 			fastRedos.Add(1)
@@ -110,7 +110,7 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 		// found that the object does not decode into its type, which must
 		// fail every expression list (typed.go), not only cel-go's.
 		v = newValidator(ctx, s, r, ns, cfg.trace, false)
-		v.run(candidates)
+		v.run(s.hooks, candidates)
 	}
 	return v.finish()
 }
@@ -133,6 +133,10 @@ func (v *validator) evaluate(inv invocation) failure {
 	}
 	return inv.failure
 }
+
+// prepare has nothing to do: the validator's matchConditions see the
+// request's object.
+func (v *validator) prepare(*compiledPolicy) {}
 
 // validations evaluates the validations, then their messageExpressions
 // with what is left of the budget, and decides each validation. It is

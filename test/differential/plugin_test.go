@@ -48,6 +48,9 @@ type world struct {
 	params     []*unstructured.Unstructured
 	namespaces []*corev1.Namespace // all in the cluster
 	inventory  evaluator.NamespaceMap
+
+	mutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
 
 // apiserverPlugin is the real ValidatingAdmissionPolicy plugin wired to
@@ -73,9 +76,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func newAPIServerPlugin(tb testing.TB, w *world) *apiserverPlugin {
+// fakeCluster is what the plugins are wired to: a fake clientset with the
+// world's namespaces, policies, bindings and ConfigMap params, a fake
+// dynamic client with its other params, and a RESTMapper that knows the
+// param kinds.
+type fakeCluster struct {
+	client    *fake.Clientset
+	factory   informers.SharedInformerFactory
+	dynClient *dynamicfake.FakeDynamicClient
+	mapper    meta.RESTMapper
+}
+
+func newFakeCluster(tb testing.TB, w *world) *fakeCluster {
 	tb.Helper()
 	var objs []runtime.Object
+	for _, p := range w.mutatingPolicies {
+		objs = append(objs, p.DeepCopy())
+	}
+	for _, b := range w.mutatingBindings {
+		objs = append(objs, b.DeepCopy())
+	}
 	for _, ns := range w.namespaces {
 		objs = append(objs, ns.DeepCopy())
 	}
@@ -128,16 +148,22 @@ func newAPIServerPlugin(tb testing.TB, w *world) *apiserverPlugin {
 	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
 	mapper.AddSpecific(limitsGVK, limitsGVR, limitsGVR.GroupVersion().WithResource("limit"), meta.RESTScopeNamespace)
 	mapper.AddSpecific(clusterLimitsGVK, clusterLimitsGVR, clusterLimitsGVR.GroupVersion().WithResource("clusterlimit"), meta.RESTScopeRoot)
+	return &fakeCluster{client: client, factory: factory, dynClient: dynClient, mapper: mapper}
+}
 
+func newAPIServerPlugin(tb testing.TB, w *world) *apiserverPlugin {
+	tb.Helper()
+	c := newFakeCluster(tb, w)
+	factory := c.factory
 	p, err := validating.NewPlugin(nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	stop := make(chan struct{})
 	p.SetExternalKubeInformerFactory(factory)
-	p.SetExternalKubeClientSet(client)
-	p.SetDynamicClient(dynClient)
-	p.SetRESTMapper(mapper)
+	p.SetExternalKubeClientSet(c.client)
+	p.SetDynamicClient(c.dynClient)
+	p.SetRESTMapper(c.mapper)
 	p.SetDrainedNotification(stop)
 	p.SetUnconditionalAuthorizer(denyAllAuthorizer{})
 	if err := p.ValidateInitialization(); err != nil {
