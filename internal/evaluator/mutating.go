@@ -130,7 +130,7 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 
 func newMutator(ctx context.Context, s *Snapshot, r *Request, ns NamespaceLookup, st *mutationState, res *Result, trace, reinvoke bool) *mutator {
 	m := &mutator{dispatcher: dispatcher{
-		reqCtx: reqCtx{ctx: ctx, s: s, req: r, nsLookup: ns, tracing: trace},
+		reqCtx: reqCtx{ctx: ctx, s: s, req: r, nsLookup: ns, tracing: trace, heldObjects: true},
 		res:    res,
 	}, st: st, reinvoke: reinvoke}
 	m.kind = m

@@ -65,6 +65,11 @@ type reqCtx struct {
 	fast, redo bool
 	// tracing is set when Result.Trace is to be filled.
 	tracing bool
+	// heldObjects is set when the policy kind holds the objects CEL sees
+	// (mutation: the object as mutated so far, in the view the plugin's
+	// LazyObject gives): frames then read objVal and oldVal, never the
+	// typed view of the request as received.
+	heldObjects bool
 }
 
 type requestVal struct {
@@ -241,7 +246,7 @@ func (rc *reqCtx) newFrame(cp *compiledPolicy, p *param, request ref.Val, namesp
 	}
 	f := &frame{ctx: rc.ctx, trace: trace, cache: rc.varCache, policy: cp.index, param: p,
 		rc: rc, cp: cp, fast: rc.fast}
-	if rc.kindInfo().typed {
+	if rc.kindInfo().typed && !rc.heldObjects {
 		f.act.typed = rc
 	} else {
 		f.act.object, f.act.oldObject = rc.objects()

@@ -277,8 +277,6 @@ func mutateCases() []mutateCase {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // TestMutateDifferential holds Snapshot.Mutate to the apiserver's
 // MutatingAdmissionPolicy plugin on hand-written cases: the final object
 // (the evaluator's patch applied to the request's object), whether it
