@@ -12,14 +12,7 @@ CPU="${CPU:-1}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-pin() {
-	if command -v taskset >/dev/null 2>&1; then
-		GOMAXPROCS=1 taskset -c "$CPU" "$@"
-	else
-		echo "taskset not found; running unpinned" >&2
-		GOMAXPROCS=1 "$@"
-	fi
-}
+. scripts/bench-lib.sh
 
 go test -c -o "$tmp/admission.test" ./internal/admission
 v2=""
@@ -40,7 +33,6 @@ for _ in $(seq "$ROUNDS"); do
 	fi
 done
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 col() { grep -E "^$1(-[0-9]+)? " "$tmp/out.txt" | awk -v c="$2" '{print $c}' | median; }
 hand="$(col BenchmarkDecode 3)"
 lib="$(col BenchmarkDecodeLibrary 3)"

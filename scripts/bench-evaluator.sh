@@ -20,14 +20,7 @@ CPU="${CPU:-1}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-pin() {
-	if command -v taskset >/dev/null 2>&1; then
-		GOMAXPROCS=1 taskset -c "$CPU" "$@"
-	else
-		echo "taskset not found; running unpinned" >&2
-		GOMAXPROCS=1 "$@"
-	fi
-}
+. scripts/bench-lib.sh
 
 go test -c -o "$tmp/evaluator.test" ./internal/evaluator
 (cd test/differential && go test -c -o "$tmp/differential.test" .)
@@ -54,7 +47,6 @@ for _ in $(seq "$ROUNDS"); do
 	fi
 done
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 plugin="$(grep '^BenchmarkBaselinePlugin' "$tmp/diff.txt" | awk '{print $3}' | median)"
 eval="$(grep '^BenchmarkBaselineEvaluator' "$tmp/diff.txt" | awk '{print $3}' | median)"
 pa="$(grep '^BenchmarkBaselinePlugin' "$tmp/diff.txt" | awk '{print $7}' | median)"
