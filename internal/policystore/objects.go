@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
-	admissionv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,8 +31,8 @@ var (
 var supportedVersions = map[schema.GroupKind][]string{
 	KindValidatingPolicy:  {"v1"},
 	KindValidatingBinding: {"v1"},
-	KindMutatingPolicy:    {"v1", "v1beta1"},
-	KindMutatingBinding:   {"v1", "v1beta1"},
+	KindMutatingPolicy:    {"v1", "v1beta1", "v1alpha1"},
+	KindMutatingBinding:   {"v1", "v1beta1", "v1alpha1"},
 }
 
 // policyKindNames lists the kinds accepted in GroupAdmission, for errors.
@@ -161,25 +159,7 @@ func decode(data []byte) (*decoded, string, error) {
 // decodePolicy decodes js strictly into the typed form of gvk and returns it
 // converted to v1, or the strict decoding errors as field errors.
 func decodePolicy(gvk schema.GroupVersionKind, js []byte) (any, field.ErrorList) {
-	var target, v1 any
-	switch gvk.Kind {
-	case KindValidatingPolicy.Kind:
-		target = &admissionv1.ValidatingAdmissionPolicy{}
-	case KindValidatingBinding.Kind:
-		target = &admissionv1.ValidatingAdmissionPolicyBinding{}
-	case KindMutatingPolicy.Kind:
-		v1 = &admissionv1.MutatingAdmissionPolicy{}
-		target = v1
-		if gvk.Version == "v1beta1" {
-			target = &admissionv1beta1.MutatingAdmissionPolicy{}
-		}
-	case KindMutatingBinding.Kind:
-		v1 = &admissionv1.MutatingAdmissionPolicyBinding{}
-		target = v1
-		if gvk.Version == "v1beta1" {
-			target = &admissionv1beta1.MutatingAdmissionPolicyBinding{}
-		}
-	}
+	target := newTyped(gvk)
 	strict, err := sigsjson.UnmarshalStrict(js, target, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	var errs field.ErrorList
 	if err != nil {
@@ -201,18 +181,11 @@ func decodePolicy(gvk schema.GroupVersionKind, js []byte) (any, field.ErrorList)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if v1 != nil && v1 != target {
-		// v1beta1 and v1 of the mutating kinds have the same fields.
-		b, err := json.Marshal(target)
-		if err == nil {
-			err = json.Unmarshal(b, v1)
-		}
-		if err != nil {
-			return nil, field.ErrorList{field.InternalError(field.NewPath(""), err)}
-		}
-		return v1, nil
+	v1, err := toV1(target)
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(field.NewPath(""), err)}
 	}
-	return target, nil
+	return v1, nil
 }
 
 func decodeError(err error) *field.Error {
