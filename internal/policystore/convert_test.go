@@ -262,3 +262,14 @@ func pod() *evaluator.Request {
 			"metadata": map[string]any{"name": "web", "namespace": "shop"},
 			"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx"}}}}}
 }
+
+// Every version in the kind table has a typed form to decode into.
+func TestPolicyKindsHaveTypes(t *testing.T) {
+	for _, k := range PolicyKinds {
+		for _, v := range k.Versions {
+			if newTyped(k.WithVersion(v)) == nil {
+				t.Errorf("%s %s: no typed form", k.Kind, v)
+			}
+		}
+	}
+}
