@@ -132,8 +132,7 @@ func TestMutatingVersionsConvertToV1(t *testing.T) {
 			want = &admissionv1.MutatingAdmissionPolicy{}
 		}
 		v1doc := strings.Replace(doc, "VERSION", "v1", 1)
-		js, _ := yamlToJSON(t, v1doc)
-		if err := json.Unmarshal(js, want); err != nil {
+		if err := json.Unmarshal(yamlToJSON(t, v1doc), want); err != nil {
 			t.Fatal(err)
 		}
 		for _, version := range []string{"v1", "v1beta1", "v1alpha1"} {
@@ -158,13 +157,17 @@ func TestMutatingVersionsConvertToV1(t *testing.T) {
 	}
 }
 
-func yamlToJSON(t *testing.T, doc string) ([]byte, error) {
+func yamlToJSON(t *testing.T, doc string) []byte {
 	t.Helper()
 	d, _, err := decode([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.obj.MarshalJSON()
+	js, err := d.obj.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // v1alpha1 defaults a paramRef's parameterNotFoundAction to Deny, as the
@@ -179,7 +182,7 @@ func TestMutatingBindingParamRefDefault(t *testing.T) {
 	if a := b.Spec.ParamRef.ParameterNotFoundAction; a == nil || *a != admissionv1.DenyAction {
 		t.Fatalf("parameterNotFoundAction = %v, want Deny", a)
 	}
-	if _, ok, _ := unstructuredNested(d.obj.Object, "spec", "paramRef", "parameterNotFoundAction"); ok {
+	if _, ok := nested(d.obj.Object, "spec", "paramRef", "parameterNotFoundAction"); ok {
 		t.Fatal("the default was written into the stored object")
 	}
 	for _, v := range []string{"v1beta1", "v1"} {
@@ -190,18 +193,18 @@ func TestMutatingBindingParamRefDefault(t *testing.T) {
 	}
 }
 
-func unstructuredNested(obj map[string]any, fields ...string) (any, bool, error) {
+func nested(obj map[string]any, fields ...string) (any, bool) {
 	var cur any = obj
 	for _, f := range fields {
 		m, ok := cur.(map[string]any)
 		if !ok {
-			return nil, false, nil
+			return nil, false
 		}
 		if cur, ok = m[f]; !ok {
-			return nil, false, nil
+			return nil, false
 		}
 	}
-	return cur, true, nil
+	return cur, true
 }
 
 // The tenant's snapshot mutates with what was applied, in every version.
@@ -245,7 +248,7 @@ func TestSnapshotMutatesWithStoredMutatingPolicies(t *testing.T) {
 			if !res.Allowed || len(res.Patch) == 0 {
 				t.Fatalf("allowed %v, patch %s, status %v", res.Allowed, res.Patch, res.Status)
 			}
-			labels, _, _ := unstructuredNested(res.Object, "metadata", "labels", "example.com/team")
+			labels, _ := nested(res.Object, "metadata", "labels", "example.com/team")
 			if labels != "shop" {
 				t.Fatalf("team label = %v in %v", labels, res.Object)
 			}
