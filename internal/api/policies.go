@@ -33,7 +33,7 @@ func (s *Server) policyRoutes() []route {
 			summary: "List the tenant's stored objects",
 			query: joinParams([]param{
 				{"type", "policies (ValidatingAdmissionPolicy, MutatingAdmissionPolicy), bindings or params (every other kind)"},
-				{"kind", "a kind, case-insensitive, or vap, vapb, map, mapb"},
+				{"kind", "a kind, case-insensitive; a policy kind also by its resource name or short name (validatingadmissionpolicies or vap, vapb, mutatingadmissionpolicies or map, mapb)"},
 				{"labelSelector", "a Kubernetes label selector"},
 			}, objectParams, pagingParams),
 			response: apiv1.List[json.RawMessage]{}, handle: s.listObjects},
@@ -101,17 +101,6 @@ func versionPtr(v int64) *int64 {
 	return &v
 }
 
-// shortNames are kubectl's short names of the policy kinds.
-var shortNames = map[string]schema.GroupKind{
-	"vap":  policystore.KindValidatingPolicy,
-	"vapb": policystore.KindValidatingBinding,
-	"map":  policystore.KindMutatingPolicy,
-	"mapb": policystore.KindMutatingBinding,
-}
-
-var policyKinds = []schema.GroupKind{policystore.KindValidatingPolicy, policystore.KindValidatingBinding,
-	policystore.KindMutatingPolicy, policystore.KindMutatingBinding}
-
 // resolveKind turns a kind as a user types it (any case, or a short name)
 // and ?group= into the stored group and kind. A kind that is not a policy
 // kind is a param kind, looked up among the kinds the tenant stores; one it
@@ -120,12 +109,9 @@ func (s *Server) resolveKind(c *call, kind string) (schema.GroupKind, error) {
 	q := c.r.URL.Query()
 	group, groupSet := q.Get("group"), q.Has("group")
 	if !groupSet || group == policystore.GroupAdmission {
-		if gk, ok := shortNames[strings.ToLower(kind)]; ok {
-			return gk, nil
-		}
-		for _, gk := range policyKinds {
-			if strings.EqualFold(gk.Kind, kind) {
-				return gk, nil
+		for _, k := range policystore.PolicyKinds {
+			if strings.EqualFold(k.Kind, kind) || strings.EqualFold(k.Resource, kind) || strings.EqualFold(k.ShortName, kind) {
+				return k.GroupKind, nil
 			}
 		}
 	}
@@ -225,13 +211,13 @@ func (s *Server) listObjects(c *call) error {
 }
 
 func objectType(gk schema.GroupKind) string {
-	switch gk {
-	case policystore.KindValidatingPolicy, policystore.KindMutatingPolicy:
-		return apiv1.TypePolicies
-	case policystore.KindValidatingBinding, policystore.KindMutatingBinding:
+	switch k, ok := policystore.LookupPolicyKind(gk); {
+	case !ok:
+		return apiv1.TypeParams
+	case k.Binding:
 		return apiv1.TypeBindings
 	}
-	return apiv1.TypeParams
+	return apiv1.TypePolicies
 }
 
 func (s *Server) getObject(c *call) error {

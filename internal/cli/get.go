@@ -34,7 +34,8 @@ type storedObject struct {
 			Namespace string          `json:"namespace"`
 			Selector  json.RawMessage `json:"selector"`
 		} `json:"paramRef"`
-		ValidationActions []string `json:"validationActions"`
+		ValidationActions  []string `json:"validationActions"`
+		ReinvocationPolicy string   `json:"reinvocationPolicy"`
 	} `json:"spec"`
 	Status struct {
 		Phase string `json:"phase"`
@@ -195,43 +196,104 @@ func printObjects(w io.Writer, now time.Time, cat string, objs []storedObject) e
 		return err
 	}
 	switch cat {
-	case apiv1.TypePolicies:
-		t := newTable(w, "NAME", "KIND", "VALIDATIONS", "FAILURE POLICY", "PARAM KIND", "VERSION", "AGE")
+	case apiv1.TypePolicies, apiv1.TypeBindings:
+		// Validating and mutating kinds have different columns: each gets
+		// its own table, validating first.
+		var validating, mutating []storedObject
 		for _, o := range objs {
-			n := len(o.Spec.Validations) + len(o.Spec.Mutations)
-			fp := "Fail"
-			if o.Spec.FailurePolicy != nil {
-				fp = *o.Spec.FailurePolicy
+			if strings.HasPrefix(o.Kind, "Mutating") {
+				mutating = append(mutating, o)
+			} else {
+				validating = append(validating, o)
 			}
-			pk := ""
-			if o.Spec.ParamKind != nil {
-				pk = o.Spec.ParamKind.Kind
-			}
-			t.row(o.Metadata.Name, o.Kind, strconv.Itoa(n), fp, pk, o.Metadata.ResourceVersion, age(now, o.Metadata.CreationTimestamp))
 		}
-		return t.flush()
-	case apiv1.TypeBindings:
-		t := newTable(w, "NAME", "KIND", "POLICY", "PARAM", "ACTIONS", "VERSION", "AGE")
-		for _, o := range objs {
-			param := ""
-			if p := o.Spec.ParamRef; p != nil {
-				switch {
-				case p.Name != "" && p.Namespace != "":
-					param = p.Namespace + "/" + p.Name
-				case p.Name != "":
-					param = p.Name
-				case len(p.Selector) > 0:
-					param = "selector " + string(p.Selector)
-				}
-			}
-			t.row(o.Metadata.Name, o.Kind, o.Spec.PolicyName, param, strings.Join(o.Spec.ValidationActions, ","),
-				o.Metadata.ResourceVersion, age(now, o.Metadata.CreationTimestamp))
+		printValidating := printValidatingPolicies
+		if cat == apiv1.TypeBindings {
+			printValidating = printValidatingBindings
 		}
-		return t.flush()
+		if len(validating) > 0 {
+			if err := printValidating(w, now, validating); err != nil {
+				return err
+			}
+		}
+		if len(mutating) == 0 {
+			return nil
+		}
+		if len(validating) > 0 {
+			fmt.Fprintln(w)
+		}
+		if cat == apiv1.TypeBindings {
+			return printMutatingBindings(w, now, mutating)
+		}
+		return printMutatingPolicies(w, now, mutating)
 	}
 	t := newTable(w, "NAMESPACE", "NAME", "KIND", "API VERSION", "VERSION", "AGE")
 	for _, o := range objs {
 		t.row(o.Metadata.Namespace, o.Metadata.Name, o.Kind, o.APIVersion, o.Metadata.ResourceVersion, age(now, o.Metadata.CreationTimestamp))
+	}
+	return t.flush()
+}
+
+func (o storedObject) failurePolicy() string {
+	if o.Spec.FailurePolicy != nil {
+		return *o.Spec.FailurePolicy
+	}
+	return "Fail"
+}
+
+func (o storedObject) paramKind() string {
+	if o.Spec.ParamKind != nil {
+		return o.Spec.ParamKind.Kind
+	}
+	return ""
+}
+
+func (o storedObject) param() string {
+	p := o.Spec.ParamRef
+	switch {
+	case p == nil:
+		return ""
+	case p.Name != "" && p.Namespace != "":
+		return p.Namespace + "/" + p.Name
+	case p.Name != "":
+		return p.Name
+	case len(p.Selector) > 0:
+		return "selector " + string(p.Selector)
+	}
+	return ""
+}
+
+func printValidatingPolicies(w io.Writer, now time.Time, objs []storedObject) error {
+	t := newTable(w, "NAME", "KIND", "VALIDATIONS", "FAILURE POLICY", "PARAM KIND", "VERSION", "AGE")
+	for _, o := range objs {
+		t.row(o.Metadata.Name, o.Kind, strconv.Itoa(len(o.Spec.Validations)), o.failurePolicy(), o.paramKind(),
+			o.Metadata.ResourceVersion, age(now, o.Metadata.CreationTimestamp))
+	}
+	return t.flush()
+}
+
+func printMutatingPolicies(w io.Writer, now time.Time, objs []storedObject) error {
+	t := newTable(w, "NAME", "KIND", "MUTATIONS", "FAILURE POLICY", "REINVOCATION", "PARAM KIND", "VERSION", "AGE")
+	for _, o := range objs {
+		t.row(o.Metadata.Name, o.Kind, strconv.Itoa(len(o.Spec.Mutations)), o.failurePolicy(), o.Spec.ReinvocationPolicy,
+			o.paramKind(), o.Metadata.ResourceVersion, age(now, o.Metadata.CreationTimestamp))
+	}
+	return t.flush()
+}
+
+func printValidatingBindings(w io.Writer, now time.Time, objs []storedObject) error {
+	t := newTable(w, "NAME", "KIND", "POLICY", "PARAM", "ACTIONS", "VERSION", "AGE")
+	for _, o := range objs {
+		t.row(o.Metadata.Name, o.Kind, o.Spec.PolicyName, o.param(), strings.Join(o.Spec.ValidationActions, ","),
+			o.Metadata.ResourceVersion, age(now, o.Metadata.CreationTimestamp))
+	}
+	return t.flush()
+}
+
+func printMutatingBindings(w io.Writer, now time.Time, objs []storedObject) error {
+	t := newTable(w, "NAME", "KIND", "POLICY", "PARAM", "VERSION", "AGE")
+	for _, o := range objs {
+		t.row(o.Metadata.Name, o.Kind, o.Spec.PolicyName, o.param(), o.Metadata.ResourceVersion, age(now, o.Metadata.CreationTimestamp))
 	}
 	return t.flush()
 }

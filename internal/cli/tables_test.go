@@ -116,3 +116,46 @@ ops     acme     apply (dry run)   ValidatingAdmissionPolicy   <none>      limit
 		t.Fatalf("tables:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// Mutating policies and bindings get tables of their own, after the
+// validating ones.
+func TestMutatingObjectTables(t *testing.T) {
+	var objs []storedObject
+	for _, js := range []string{
+		`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingAdmissionPolicy","metadata":{"name":"team-label","resourceVersion":"7","creationTimestamp":"2026-11-23T11:00:00Z"},
+		  "spec":{"reinvocationPolicy":"IfNeeded","mutations":[{"patchType":"JSONPatch"},{"patchType":"ApplyConfiguration"}]}}`,
+		`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":"limits","resourceVersion":"4","creationTimestamp":"2026-11-23T11:00:00Z"},
+		  "spec":{"validations":[{"expression":"true"}]}}`,
+		`{"apiVersion":"admissionregistration.k8s.io/v1beta1","kind":"MutatingAdmissionPolicyBinding","metadata":{"name":"team-label","resourceVersion":"8","creationTimestamp":"2026-11-23T11:59:30Z"},
+		  "spec":{"policyName":"team-label","paramRef":{"name":"teams"}}}`,
+	} {
+		var o storedObject
+		if err := json.Unmarshal([]byte(js), &o); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o)
+	}
+	var b bytes.Buffer
+	if err := printObjects(&b, now, "", objs); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString("--\n")
+	if err := printObjects(&b, now, apiv1.TypePolicies, objs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	want := `NAME     KIND                        VALIDATIONS   FAILURE POLICY   PARAM KIND   VERSION   AGE
+limits   ValidatingAdmissionPolicy   1             Fail             <none>       4         60m
+
+NAME         KIND                      MUTATIONS   FAILURE POLICY   REINVOCATION   PARAM KIND   VERSION   AGE
+team-label   MutatingAdmissionPolicy   2           Fail             IfNeeded       <none>       7         60m
+
+NAME         KIND                             POLICY       PARAM   VERSION   AGE
+team-label   MutatingAdmissionPolicyBinding   team-label   teams   8         30s
+--
+NAME         KIND                      MUTATIONS   FAILURE POLICY   REINVOCATION   PARAM KIND   VERSION   AGE
+team-label   MutatingAdmissionPolicy   2           Fail             IfNeeded       <none>       7         60m
+`
+	if b.String() != want {
+		t.Fatalf("tables:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

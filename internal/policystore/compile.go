@@ -2,7 +2,7 @@ package policystore
 
 import (
 	"encoding/json"
-	"regexp"
+	"fmt"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,22 +12,13 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
-// checkExpressions compiles the expressions of a validating policy or
-// binding with the evaluator's NewExpressions environment, as the apiserver
-// does on create and update, and returns each error on its field. The
-// evaluator does not evaluate MutatingAdmissionPolicies yet; for them only
-// the authorizer is checked here, so that the write is refused with the same
-// clear message.
+// checkExpressions compiles the expressions of a policy or binding with the
+// evaluator's NewExpressions environment, as the apiserver does on create
+// and update, and returns each error on its field. The evaluator refuses
+// the authorizer there, so a policy that uses it is refused when written.
 func checkExpressions(d *decoded) field.ErrorList {
 	var objs evaluator.Objects
-	switch o := d.typed.(type) {
-	case *admissionv1.ValidatingAdmissionPolicy:
-		objs.Policies = append(objs.Policies, o)
-	case *admissionv1.ValidatingAdmissionPolicyBinding:
-		objs.Bindings = append(objs.Bindings, o)
-	case *admissionv1.MutatingAdmissionPolicy:
-		return checkMutatingAuthorizer(o)
-	default:
+	if !addTyped(&objs, d.typed) {
 		return nil
 	}
 	snap := evaluator.Compile(objs, evaluator.CompileOptions{Mode: evaluator.NewExpressions})
@@ -39,62 +30,50 @@ func checkExpressions(d *decoded) field.ErrorList {
 	return errs
 }
 
-var authorizerIdent = regexp.MustCompile(`(^|[^A-Za-z0-9_.])authorizer\b`)
-
-const authorizerMessage = "compilation failed: authorizer and authorizer.requestResource are not supported: " +
-	"Portcullis evaluates policies outside the cluster, where authorization checks cannot run"
-
-func checkMutatingAuthorizer(p *admissionv1.MutatingAdmissionPolicy) field.ErrorList {
-	var errs field.ErrorList
-	check := func(path *field.Path, expr string) {
-		if authorizerIdent.MatchString(expr) {
-			errs = append(errs, field.Invalid(path, field.OmitValueType{}, authorizerMessage))
-		}
+// addTyped adds a v1 policy or binding to objs, and reports whether obj was
+// one.
+func addTyped(objs *evaluator.Objects, obj any) bool {
+	switch o := obj.(type) {
+	case *admissionv1.ValidatingAdmissionPolicy:
+		objs.Policies = append(objs.Policies, o)
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		objs.Bindings = append(objs.Bindings, o)
+	case *admissionv1.MutatingAdmissionPolicy:
+		objs.MutatingPolicies = append(objs.MutatingPolicies, o)
+	case *admissionv1.MutatingAdmissionPolicyBinding:
+		objs.MutatingBindings = append(objs.MutatingBindings, o)
+	default:
+		return false
 	}
-	sp := field.NewPath("spec")
-	for i, v := range p.Spec.Variables {
-		check(sp.Child("variables").Index(i).Child("expression"), v.Expression)
-	}
-	for i, m := range p.Spec.MatchConditions {
-		check(sp.Child("matchConditions").Index(i).Child("expression"), m.Expression)
-	}
-	for i, m := range p.Spec.Mutations {
-		if m.ApplyConfiguration != nil {
-			check(sp.Child("mutations").Index(i).Child("applyConfiguration", "expression"), m.ApplyConfiguration.Expression)
-		}
-		if m.JSONPatch != nil {
-			check(sp.Child("mutations").Index(i).Child("jsonPatch", "expression"), m.JSONPatch.Expression)
-		}
-	}
-	return errs
+	return true
 }
 
 func typesUID(s string) types.UID { return types.UID(s) }
 
 // compileObjects builds the evaluator snapshot of a tenant from its live
-// stored objects, with the StoredExpressions environment. Mutating policies
-// and bindings are stored but not evaluated yet, so they are left out.
+// stored objects, with the StoredExpressions environment. Policies and
+// bindings are read in the version they were written in and converted to
+// v1; every other object is a param.
 func compileObjects(objs []*unstructured.Unstructured) (*evaluator.Snapshot, error) {
 	var in evaluator.Objects
 	for _, u := range objs {
-		gk := u.GroupVersionKind().GroupKind()
-		switch gk {
-		case KindValidatingPolicy:
-			p := &admissionv1.ValidatingAdmissionPolicy{}
-			if err := fromUnstructured(u, p); err != nil {
-				return nil, err
-			}
-			in.Policies = append(in.Policies, p)
-		case KindValidatingBinding:
-			b := &admissionv1.ValidatingAdmissionPolicyBinding{}
-			if err := fromUnstructured(u, b); err != nil {
-				return nil, err
-			}
-			in.Bindings = append(in.Bindings, b)
-		case KindMutatingPolicy, KindMutatingBinding:
-		default:
+		gvk := u.GroupVersionKind()
+		if !IsPolicyKind(gvk.GroupKind()) {
 			in.Params = append(in.Params, u)
+			continue
 		}
+		typed := newTyped(gvk)
+		if typed == nil {
+			return nil, fmt.Errorf("stored %s %q has version %s, which the store does not read", kindLabel(gvk.GroupKind()), u.GetName(), gvk.Version)
+		}
+		if err := fromUnstructured(u, typed); err != nil {
+			return nil, err
+		}
+		v1, err := toV1(typed)
+		if err != nil {
+			return nil, err
+		}
+		addTyped(&in, v1)
 	}
 	return evaluator.Compile(in, evaluator.CompileOptions{Mode: evaluator.StoredExpressions}), nil
 }

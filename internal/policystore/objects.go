@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
-	admissionv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,21 +27,45 @@ var (
 	KindMutatingBinding   = schema.GroupKind{Group: GroupAdmission, Kind: "MutatingAdmissionPolicyBinding"}
 )
 
-// supportedVersions lists the accepted versions of each policy kind.
-var supportedVersions = map[schema.GroupKind][]string{
-	KindValidatingPolicy:  {"v1"},
-	KindValidatingBinding: {"v1"},
-	KindMutatingPolicy:    {"v1", "v1beta1"},
-	KindMutatingBinding:   {"v1", "v1beta1"},
+// PolicyKind is one of the policy kinds, with the names kubectl knows it by.
+type PolicyKind struct {
+	schema.GroupKind
+	// Resource is the plural resource name and ShortName kubectl's short
+	// name; both name the kind in the admin API and the CLI.
+	Resource, ShortName string
+	// Versions are the versions the store accepts, stored as sent and
+	// converted to v1 when read (convert.go).
+	Versions []string
+	// Binding is set for the binding kinds.
+	Binding bool
 }
 
-// policyKindNames lists the kinds accepted in GroupAdmission, for errors.
-var policyKindNames = []string{KindValidatingPolicy.Kind, KindValidatingBinding.Kind, KindMutatingPolicy.Kind, KindMutatingBinding.Kind}
+// PolicyKinds is the table of the policy kinds.
+var PolicyKinds = []PolicyKind{
+	{GroupKind: KindValidatingPolicy, Resource: "validatingadmissionpolicies", ShortName: "vap",
+		Versions: []string{"v1"}},
+	{GroupKind: KindValidatingBinding, Resource: "validatingadmissionpolicybindings", ShortName: "vapb",
+		Versions: []string{"v1"}, Binding: true},
+	{GroupKind: KindMutatingPolicy, Resource: "mutatingadmissionpolicies", ShortName: "map",
+		Versions: []string{"v1", "v1beta1", "v1alpha1"}},
+	{GroupKind: KindMutatingBinding, Resource: "mutatingadmissionpolicybindings", ShortName: "mapb",
+		Versions: []string{"v1", "v1beta1", "v1alpha1"}, Binding: true},
+}
 
-// IsPolicyKind reports whether gk is one of the four policy kinds (as
-// opposed to a param).
+// LookupPolicyKind returns the table entry of gk.
+func LookupPolicyKind(gk schema.GroupKind) (PolicyKind, bool) {
+	for _, k := range PolicyKinds {
+		if k.GroupKind == gk {
+			return k, true
+		}
+	}
+	return PolicyKind{}, false
+}
+
+// IsPolicyKind reports whether gk is one of the policy kinds (as opposed
+// to a param).
 func IsPolicyKind(gk schema.GroupKind) bool {
-	_, ok := supportedVersions[gk]
+	_, ok := LookupPolicyKind(gk)
 	return ok
 }
 
@@ -125,14 +147,19 @@ func decode(data []byte) (*decoded, string, error) {
 
 	// A misspelt policy kind must not end up stored as a param that nothing
 	// ever reads: in the policy group, only the policy kinds are accepted.
-	if gk.Group == GroupAdmission && !IsPolicyKind(gk) {
+	pk, isPolicy := LookupPolicyKind(gk)
+	if gk.Group == GroupAdmission && !isPolicy {
+		names := make([]string, len(PolicyKinds))
+		for i, k := range PolicyKinds {
+			names[i] = k.Kind
+		}
 		return nil, "", invalid(gk, u.GetName(), field.ErrorList{
-			field.NotSupported(field.NewPath("kind"), gvk.Kind, policyKindNames)})
+			field.NotSupported(field.NewPath("kind"), gvk.Kind, names)})
 	}
-	if versions, ok := supportedVersions[gk]; ok {
-		if !slices.Contains(versions, gvk.Version) {
+	if isPolicy {
+		if !slices.Contains(pk.Versions, gvk.Version) {
 			return nil, "", invalid(gk, u.GetName(), field.ErrorList{
-				field.NotSupported(field.NewPath("apiVersion"), apiVersion, prefixAll(gk.Group+"/", versions))})
+				field.NotSupported(field.NewPath("apiVersion"), apiVersion, prefixAll(gk.Group+"/", pk.Versions))})
 		}
 		typed, errs := decodePolicy(gvk, js)
 		if len(errs) == 0 {
@@ -161,25 +188,7 @@ func decode(data []byte) (*decoded, string, error) {
 // decodePolicy decodes js strictly into the typed form of gvk and returns it
 // converted to v1, or the strict decoding errors as field errors.
 func decodePolicy(gvk schema.GroupVersionKind, js []byte) (any, field.ErrorList) {
-	var target, v1 any
-	switch gvk.Kind {
-	case KindValidatingPolicy.Kind:
-		target = &admissionv1.ValidatingAdmissionPolicy{}
-	case KindValidatingBinding.Kind:
-		target = &admissionv1.ValidatingAdmissionPolicyBinding{}
-	case KindMutatingPolicy.Kind:
-		v1 = &admissionv1.MutatingAdmissionPolicy{}
-		target = v1
-		if gvk.Version == "v1beta1" {
-			target = &admissionv1beta1.MutatingAdmissionPolicy{}
-		}
-	case KindMutatingBinding.Kind:
-		v1 = &admissionv1.MutatingAdmissionPolicyBinding{}
-		target = v1
-		if gvk.Version == "v1beta1" {
-			target = &admissionv1beta1.MutatingAdmissionPolicyBinding{}
-		}
-	}
+	target := newTyped(gvk)
 	strict, err := sigsjson.UnmarshalStrict(js, target, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	var errs field.ErrorList
 	if err != nil {
@@ -201,18 +210,11 @@ func decodePolicy(gvk schema.GroupVersionKind, js []byte) (any, field.ErrorList)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if v1 != nil && v1 != target {
-		// v1beta1 and v1 of the mutating kinds have the same fields.
-		b, err := json.Marshal(target)
-		if err == nil {
-			err = json.Unmarshal(b, v1)
-		}
-		if err != nil {
-			return nil, field.ErrorList{field.InternalError(field.NewPath(""), err)}
-		}
-		return v1, nil
+	v1, err := toV1(target)
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(field.NewPath(""), err)}
 	}
-	return target, nil
+	return v1, nil
 }
 
 func decodeError(err error) *field.Error {

@@ -190,10 +190,14 @@ func validateMAPSpec(s *admissionv1.MutatingAdmissionPolicySpec, p *field.Path) 
 		}
 	}
 	errs = append(errs, validateFailurePolicy(s.FailurePolicy, p.Child("failurePolicy"))...)
-	if s.ReinvocationPolicy != "" && s.ReinvocationPolicy != admissionv1.NeverReinvocationPolicy &&
-		s.ReinvocationPolicy != admissionv1.IfNeededReinvocationPolicy {
+	// The API has no default for reinvocationPolicy: the apiserver requires it.
+	switch s.ReinvocationPolicy {
+	case admissionv1.NeverReinvocationPolicy, admissionv1.IfNeededReinvocationPolicy:
+	case "":
+		errs = append(errs, field.Required(p.Child("reinvocationPolicy"), ""))
+	default:
 		errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), s.ReinvocationPolicy,
-			[]admissionv1.ReinvocationPolicyType{admissionv1.NeverReinvocationPolicy, admissionv1.IfNeededReinvocationPolicy}))
+			[]admissionv1.ReinvocationPolicyType{admissionv1.IfNeededReinvocationPolicy, admissionv1.NeverReinvocationPolicy}))
 	}
 	errs = append(errs, validateMatchConditions(s.MatchConditions, p.Child("matchConditions"))...)
 	errs = append(errs, validateVariables(s.Variables, p.Child("variables"))...)
