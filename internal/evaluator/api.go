@@ -18,7 +18,7 @@ type Objects struct {
 	Params []*unstructured.Unstructured
 	// MutatingPolicies and MutatingBindings are the tenant's
 	// MutatingAdmissionPolicies and their bindings, in the v1 form
-	// (ConvertMutatingPolicy converts the older versions).
+	// (the policy store converts v1beta1 and v1alpha1 when it reads them).
 	MutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
 	MutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 }
