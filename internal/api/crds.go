@@ -3,8 +3,6 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
@@ -33,17 +31,8 @@ func (s *Server) listCRDs(c *call) error {
 	if err != nil {
 		return err
 	}
-	// The database sorts by its collation; paging compares bytes.
-	slices.SortFunc(crds, func(a, b *inventory.CRD) int { return strings.Compare(a.Name, b.Name) })
-	p, err := page(c, crds, func(crd *inventory.CRD) string { return crd.Name })
-	if err != nil {
-		return err
-	}
-	out := apiv1.List[json.RawMessage]{Items: make([]json.RawMessage, len(p.Items)), Continue: p.Continue}
-	for i, crd := range p.Items {
-		out.Items[i] = crd.Object
-	}
-	return c.json(out)
+	return listInventory(c, crds, func(crd *inventory.CRD) string { return crd.Name },
+		func(crd *inventory.CRD) (json.RawMessage, error) { return crd.Object, nil })
 }
 
 func (s *Server) importCRDs(c *call) error {

@@ -34,16 +34,25 @@ func (s *Server) listNamespaces(c *call) error {
 	if err != nil {
 		return err
 	}
+	return listInventory(c, nss, func(ns *corev1.Namespace) string { return ns.Name },
+		func(ns *corev1.Namespace) (json.RawMessage, error) {
+			ns.APIVersion, ns.Kind = "v1", "Namespace"
+			return json.Marshal(ns)
+		})
+}
+
+// listInventory answers one page of a cluster's inventory objects, in
+// name order.
+func listInventory[T any](c *call, items []T, name func(T) string, encode func(T) (json.RawMessage, error)) error {
 	// The database sorts by its collation; paging compares bytes.
-	slices.SortFunc(nss, func(a, b *corev1.Namespace) int { return strings.Compare(a.Name, b.Name) })
-	p, err := page(c, nss, func(ns *corev1.Namespace) string { return ns.Name })
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(name(a), name(b)) })
+	p, err := page(c, items, name)
 	if err != nil {
 		return err
 	}
 	out := apiv1.List[json.RawMessage]{Items: make([]json.RawMessage, len(p.Items)), Continue: p.Continue}
-	for i, ns := range p.Items {
-		ns.APIVersion, ns.Kind = "v1", "Namespace"
-		if out.Items[i], err = json.Marshal(ns); err != nil {
+	for i, item := range p.Items {
+		if out.Items[i], err = encode(item); err != nil {
 			return err
 		}
 	}

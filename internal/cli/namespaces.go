@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -12,36 +11,16 @@ import (
 )
 
 func cmdNamespacesImport(e *env, args []string) error {
-	f := e.newFlags("namespaces import")
-	c := f.conn(true)
-	tenant, cluster := tenantFlag(f), clusterFlag(f)
-	file := f.String("f", "", "`FILE` of Namespace objects, YAML or JSON, as kubectl get namespaces -o yaml prints them; - reads stdin")
-	if _, err := f.parse(args, 0, 0, ""); err != nil {
-		return err
-	}
-	if err := required("tenant", *tenant, "cluster", *cluster, "f", *file); err != nil {
-		return err
-	}
-	body, err := e.readInput(*file)
-	if err != nil {
-		return err
-	}
-	cl, err := e.connect(c)
-	if err != nil {
-		return err
-	}
-	raw, err := cl.do(e, request{method: http.MethodPut, path: apiPath("tenants", *tenant, "clusters", *cluster, "namespaces"),
-		body: body, contentType: contentType(body)})
-	if err != nil {
-		return fmt.Errorf("%s: %w", displayName(*file), err)
-	}
-	var res apiv1.NamespaceImport
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("the server's answer: %w", err)
-	}
-	return e.emit(c, raw, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "%d namespaces imported into cluster %q\n", res.Namespaces, *cluster)
-		return err
+	return e.importInventory(args, inventoryImport{
+		command:  "namespaces import",
+		objects:  "Namespace objects, YAML or JSON, as kubectl get namespaces -o yaml prints them",
+		resource: "namespaces",
+		noun:     "namespaces",
+		count: func(raw []byte) (int, error) {
+			var r apiv1.NamespaceImport
+			err := json.Unmarshal(raw, &r)
+			return r.Namespaces, err
+		},
 	})
 }
 
