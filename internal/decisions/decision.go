@@ -63,9 +63,28 @@ type Decision struct {
 	UnknownNamespace string
 	TimedOut         bool
 
+	// Endpoint is the webhook that answered: EndpointValidate (also when
+	// empty) or EndpointMutate.
+	Endpoint string
+	// Patch is the RFC 6902 patch a /mutate answer carried; nil when the
+	// object did not change. The recorder stores at most MaxPatchBytes.
+	Patch []byte
+
 	SnapshotVersion int64
 	Latency         time.Duration
 }
+
+// The webhook endpoints a decision comes from.
+const (
+	EndpointValidate = "validate"
+	EndpointMutate   = "mutate"
+)
+
+// MaxPatchBytes bounds the patch a decision stores: a mutation can make an
+// object many times its size (a list of sidecars), and every decision row
+// is written on the request path's behalf. 16 KiB keeps what a person reads
+// while keeping the row a few times the size of a validating one at most.
+const MaxPatchBytes = 16 << 10
 
 // AuditAnnotation is one audit annotation of a decision, in the order the
 // bindings gave them; a repeated key keeps its last value when stored.
@@ -116,7 +135,9 @@ func (l LogRecorder) Record(d *Decision) {
 		slog.String("resource", d.Resource),
 		slog.String("namespace", d.Namespace),
 		slog.String("name", d.Name),
+		slog.String("endpoint", endpoint(d)),
 		slog.String("verdict", string(d.Verdict)),
+		slog.Bool("mutated", len(d.Patch) > 0),
 		slog.Int("http_status", d.HTTPStatus),
 		slog.Int("code", int(d.Code)),
 		slog.String("message", d.Message),

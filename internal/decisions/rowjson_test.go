@@ -15,7 +15,8 @@ func TestRowJSONMatchesEncodingJSON(t *testing.T) {
 	for i, s := range tricky {
 		anns = append(anns, AuditAnnotation{Key: s, Value: tricky[len(tricky)-1-i]})
 		bs = append(bs, BindingRecord{Policy: s, Binding: "b" + s, Param: s, Outcome: "Violation",
-			Denied: i%2 == 0, FailurePolicyApplied: i%3 == 0, Timeout: i%4 == 0, Error: s, Messages: tricky[:i%4]})
+			Denied: i%2 == 0, FailurePolicyApplied: i%3 == 0, Timeout: i%4 == 0, Error: s, Messages: tricky[:i%4],
+			Mutated: i%2 == 1, Reinvoked: i%5 == 0})
 	}
 	anns = append(anns, AuditAnnotation{Key: "plain", Value: "last wins"})
 	bs = append(bs, BindingRecord{Policy: "nil messages"})

@@ -114,7 +114,10 @@ func deadlineMargin(timeout time.Duration) time.Duration {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance}
+	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance, Endpoint: decisions.EndpointValidate}
+	if h.Mutating {
+		d.Endpoint = decisions.EndpointMutate
+	}
 	authenticated := false
 	answered := false // the status line of the answer is written
 	// results are the evaluator's, for the metrics: the decision keeps
@@ -311,6 +314,9 @@ func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, err error) 
 func (h *Handler) finish(ctx context.Context, d *decisions.Decision, results []evaluator.BindingResult, start time.Time) {
 	d.Latency = time.Since(start)
 	h.Metrics.observe(h.endpoint(), d, results)
+	if h.Mutating {
+		h.Metrics.observeMutations(d.TenantName, results)
+	}
 	if h.Recorder != nil {
 		_, step := h.startStep(ctx, "record")
 		h.Recorder.Record(d)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/request"
@@ -182,6 +183,14 @@ func TestMutate(t *testing.T) {
 			if d.Verdict != tt.wantVerdict || d.HTTPStatus != 200 || d.SnapshotVersion != 43 || d.TenantName != "acme" || d.DryRun != strings.Contains(tt.name, "dry run") {
 				t.Fatalf("decision %+v", d)
 			}
+			if d.Endpoint != decisions.EndpointMutate || !bytes.Equal(d.Patch, resp.Patch) || len(d.Bindings) != len(want.Bindings) {
+				t.Fatalf("decision endpoint %q patch %s bindings %+v", d.Endpoint, d.Patch, d.Bindings)
+			}
+			for i, b := range d.Bindings {
+				if b.Mutated != want.Bindings[i].Mutated || b.Reinvoked != want.Bindings[i].Reinvoked || b.Policy != want.Bindings[i].Policy {
+					t.Fatalf("decision binding %d %+v, evaluator's %+v", i, b, want.Bindings[i])
+				}
+			}
 			if got := requestsCounted(t, f.reg, "mutate", d.Operation, string(d.Verdict), "200"); got != 1 {
 				t.Fatalf("requests{endpoint=mutate} = %v", got)
 			}
@@ -315,4 +324,37 @@ func requestsCounted(t *testing.T, reg *prometheus.Registry, endpoint, op, verdi
 		}
 	}
 	return 0
+}
+
+// Mutations count once per request and policy; failures count by cause.
+func TestMutationMetrics(t *testing.T) {
+	f, _ := newMutateFixture(t)
+	for i, body := range []string{goodPod, ownedPod, bogusPod} {
+		rec := postMutate(f, "/t/acme/mutate", review("admission.k8s.io/v1", "u"+strconv.Itoa(i), "pods", "CREATE", body, false))
+		if rec.Code != 200 {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	}
+	// ownedPod: add-owner applied its configuration, which changed nothing;
+	// the plugin counts that as a mutation. bogusPod: add-owner mutated,
+	// then bogus-field's result was refused (a 500 whatever its Ignore).
+	const want = `
+# HELP portcullis_policy_mutations_total Requests to /mutate in which a MutatingAdmissionPolicy's mutations applied (even ones that changed nothing, as the plugin counts them), by tenant and policy, once per request and policy. Policy names come from the tenants' configuration, so their number is bounded by it.
+# TYPE portcullis_policy_mutations_total counter
+portcullis_policy_mutations_total{policy="add-owner",tenant="acme"} 3
+# HELP portcullis_policy_mutation_failures_total MutatingAdmissionPolicy bindings that failed on /mutate, whatever their failurePolicy did with it, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace). Policy names come from the tenants' configuration, so their number is bounded by it.
+# TYPE portcullis_policy_mutation_failures_total counter
+portcullis_policy_mutation_failures_total{cause="error",policy="bogus-field",tenant="acme"} 1
+`
+	if err := testutil.GatherAndCompare(f.reg, strings.NewReader(want),
+		"portcullis_policy_mutations_total", "portcullis_policy_mutation_failures_total"); err != nil {
+		t.Fatal(err)
+	}
+	// The validating endpoint counts no mutation.
+	f.h.Mutating = false
+	postMutate(f, "/t/acme/validate", review("admission.k8s.io/v1", "v", "pods", "CREATE", goodPod, false))
+	if err := testutil.GatherAndCompare(f.reg, strings.NewReader(want),
+		"portcullis_policy_mutations_total", "portcullis_policy_mutation_failures_total"); err != nil {
+		t.Fatal(err)
+	}
 }
