@@ -218,6 +218,7 @@ func appendRow(b []byte, d *Decision) ([]byte, error) {
 	b = appendBool(b, len(d.Patch) > 0)
 	b = appendTextArray(b, mutatedBy, false)
 	patch, cut := storedPatch(d.Patch)
+	cut = cut || d.PatchTruncated
 	b = appendBytes(b, cleanBytes(patch))
 	b = appendBool(b, cut)
 	if len(b)-rowStart > maxRow {

@@ -78,7 +78,10 @@ func copyOracleDecisions() []*Decision {
 	atBound, cut := decision(now), decision(now)
 	atBound.Endpoint, atBound.Patch = EndpointMutate, bytes.Repeat([]byte("x"), MaxPatchBytes)
 	cut.Endpoint, cut.Patch = EndpointMutate, append(bytes.Repeat([]byte("x"), MaxPatchBytes-1), "€€"...)
-	ds = append(ds, nilSlices, empty, many, distinct, mutated, atBound, cut)
+	// Cut by SetPatch before it reached the recorder.
+	preCut := decision(now)
+	preCut.Endpoint, preCut.Patch, preCut.PatchTruncated = EndpointMutate, []byte(`[{"op":"add"`), true
+	ds = append(ds, nilSlices, empty, many, distinct, mutated, atBound, cut, preCut)
 	for i, t := range []time.Time{
 		{}, // zero: year 1
 		time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),

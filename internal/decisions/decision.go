@@ -67,8 +67,10 @@ type Decision struct {
 	// empty) or EndpointMutate.
 	Endpoint string
 	// Patch is the RFC 6902 patch a /mutate answer carried; nil when the
-	// object did not change. The recorder stores at most MaxPatchBytes.
-	Patch []byte
+	// object did not change. Set it with SetPatch, which keeps at most
+	// MaxPatchBytes and sets PatchTruncated when it cut.
+	Patch          []byte
+	PatchTruncated bool
 
 	SnapshotVersion int64
 	Latency         time.Duration
@@ -85,6 +87,17 @@ const (
 // is written on the request path's behalf. 16 KiB keeps what a person reads
 // while keeping the row a few times the size of a validating one at most.
 const MaxPatchBytes = 16 << 10
+
+// SetPatch records p, cut to MaxPatchBytes. A cut patch is copied, so that
+// a decision waiting in the recorder's queue or spill holds 16 KiB, not
+// the whole answer.
+func (d *Decision) SetPatch(p []byte) {
+	kept, cut := storedPatch(p)
+	if cut {
+		kept = append([]byte(nil), kept...)
+	}
+	d.Patch, d.PatchTruncated = kept, cut
+}
 
 // AuditAnnotation is one audit annotation of a decision, in the order the
 // bindings gave them; a repeated key keeps its last value when stored.

@@ -30,6 +30,7 @@ func row(d *Decision) ([]any, error) {
 	bindJSON := bindingsJSON(recs)
 	policies, deniedBy, mutatedBy, fpa := summarize(recs)
 	patch, cut := storedPatch(d.Patch)
+	cut = cut || d.PatchTruncated
 	return []any{
 		pgtype.UUID{Bytes: id, Valid: true}, d.Time, d.TenantID, clean(d.TenantName), d.ClusterID, clean(d.ClusterName),
 		clean(d.UID), clean(d.Operation), clean(d.Group), clean(d.Version), clean(d.Resource), clean(d.SubResource),

@@ -348,14 +348,16 @@ func TestRecordMutation(t *testing.T) {
 	}
 	small := mutated([]byte(patch))
 	big := mutated(append(bytes.Repeat([]byte("x"), MaxPatchBytes-1), "€"...))
+	preCut := mutated(nil)
+	preCut.SetPatch(append(bytes.Repeat([]byte("y"), MaxPatchBytes), "z"...))
 	unchanged := mutated(nil)
 	validating := decision(time.Now())
-	f.insert(t, small, big)
+	f.insert(t, small, big, preCut)
 	if _, err := f.recorder(t).insertOnce(ctx, []*Decision{unchanged, validating}); err != nil {
 		t.Fatal(err)
 	}
 	page, err := NewStore(f.pool).List(ctx, 1, Filter{})
-	if err != nil || len(page.Items) != 4 {
+	if err != nil || len(page.Items) != 5 {
 		t.Fatal(page, err)
 	}
 	byID := map[string]Record{}
@@ -373,6 +375,7 @@ func TestRecordMutation(t *testing.T) {
 	}{
 		{"small patch", small, "mutate", true, []string{"add-team"}, patch, false},
 		{"patch over the bound", big, "mutate", true, []string{"add-team"}, strings.Repeat("x", MaxPatchBytes-1), true},
+		{"cut by SetPatch", preCut, "mutate", true, []string{"add-team"}, strings.Repeat("y", MaxPatchBytes), true},
 		{"nothing changed", unchanged, "mutate", false, []string{"add-team"}, "", false},
 		{"validating", validating, "validate", false, []string{}, "", false},
 	}

@@ -27,7 +27,7 @@ func fillRequest(d *decisions.Decision, req *evaluator.Request) {
 // fillResult records an evaluated request's answer in d.
 func fillResult(d *decisions.Decision, res *evaluator.Result) {
 	d.HTTPStatus = http.StatusOK
-	d.Patch = res.Patch // bounded by the recorder
+	d.SetPatch(res.Patch)
 	d.Warnings = res.Warnings
 	d.AuditAnnotations = decisionAnnotations(res.AuditAnnotations)
 	d.Bindings = decisionBindings(res.Bindings)
