@@ -2,8 +2,8 @@
 // in order by `admin migrate` (goose). Each file runs in one transaction.
 //
 // Numbering: 00001 foundation, 00002 tenancy, 00003 policy store,
-// 00004 decisions, 00005 admin API, 00006 cluster CRDs; later files take the
-// next free number.
+// 00004 decisions, 00005 admin API, 00006 cluster CRDs, 00007 decision
+// mutations; later files take the next free number.
 package migrations
 
 import "embed"

@@ -234,7 +234,8 @@ func TestCLINewcomerPath(t *testing.T) {
 			t.Fatalf("%s: %v %v, want mode %v", name, st, err, mode)
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join("out", "prod-eu", "webhooks.yaml")); !strings.Contains(string(b), "/t/acme/validate") {
+	if b, _ := os.ReadFile(filepath.Join("out", "prod-eu", "webhooks.yaml")); !strings.Contains(string(b), "/t/acme/validate") ||
+		!strings.Contains(string(b), "kind: MutatingWebhookConfiguration") || !strings.Contains(string(b), "/t/acme/mutate") {
 		t.Fatalf("webhooks.yaml does not call the tenant's path:\n%s", b)
 	}
 	token := kubeconfigToken(t, filepath.Join("out", "prod-eu", "kubeconfig.yaml"))

@@ -12,8 +12,10 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/webhook"
 )
 
-// setupWebhook routes the validate endpoint. Any method reaches the handler,
-// which answers 405 with a JSON Status for anything but POST.
+// setupWebhook routes the validate and mutate endpoints. Any method reaches
+// the handler, which answers 405 with a JSON Status for anything but POST.
+// The two share one handler configuration, metrics and recorder; they
+// differ in what they evaluate.
 func (m *Main) setupWebhook() {
 	h := &webhook.Handler{
 		Authenticate: m.Auth.Authenticate,
@@ -33,6 +35,9 @@ func (m *Main) setupWebhook() {
 		MaxRequestBytes:  m.Config.MaxRequestBytes,
 	}
 	m.WebhookMux.Handle("/t/{tenant}/validate", h)
+	mh := *h
+	mh.Mutating, mh.Endpoint = true, "mutate"
+	m.WebhookMux.Handle("/t/{tenant}/mutate", &mh)
 }
 
 // setupAdminAPI routes /api/v1 on the admin listener.

@@ -244,6 +244,13 @@ func TestWebhookOverHTTPS(t *testing.T) {
 		{name: "missing request", body: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, wantCode: 400, wantBody: "has no request"},
 		{name: "missing uid", body: strings.Replace(podReview(v1, "", "default", goodPod, false), `"uid":"",`, "", 1), wantCode: 400, wantBody: "request.uid is missing"},
 		{name: "unknown version", body: podReview("admission.k8s.io/v1alpha1", "c2", "default", goodPod, false), wantCode: 400, wantBody: "unsupported AdmissionReview apiVersion"},
+		// The mutating endpoint is routed next to it, through the same
+		// authentication and decoding; with no mutating policy nothing
+		// changes, and what validation would deny is not its business.
+		{name: "mutate, nothing to change", path: "/t/acme/mutate?timeout=10s", body: podReview(v1, "m1", "default", noTeamPod, false), wantCode: 200, apiVersion: v1, wantAllowed: true},
+		{name: "mutate v1beta1", path: "/t/acme/mutate", body: podReview(v1beta1, "m2", "default", goodPod, false), wantCode: 200, apiVersion: v1beta1, wantAllowed: true},
+		{name: "mutate, another tenant's path", path: "/t/globex/mutate", body: podReview(v1, "m3", "default", goodPod, false), wantCode: 403},
+		{name: "mutate, malformed JSON", path: "/t/acme/mutate", body: `{"apiVersion":`, wantCode: 400, wantBody: "not a valid AdmissionReview JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,13 +19,14 @@ func Answer(ctx context.Context, rev *Review, snap *evaluator.Snapshot, nss eval
 }
 
 // EncodeAnswer is the AdmissionReview answering rev with res, in rev's
-// admission.k8s.io version.
+// admission.k8s.io version; a Mutate result's patch goes with it.
 func EncodeAnswer(rev *Review, res *evaluator.Result) []byte {
 	resp := Response{
 		Allowed:          res.Allowed,
 		Status:           res.Status,
 		Warnings:         res.Warnings,
 		AuditAnnotations: res.AuditAnnotations,
+		Patch:            res.Patch,
 	}
 	out, err := Encode(rev.APIVersion, rev.UID, resp)
 	if err != nil {

@@ -199,6 +199,9 @@ type Response struct {
 	// AuditAnnotations carry the evaluator's keys; Encode maps them to keys
 	// the apiserver keeps (see WebhookAuditKey).
 	AuditAnnotations []evaluator.AuditAnnotation
+	// Patch is an RFC 6902 JSON patch to request.object; nil when the
+	// object is not changed. It is sent with patchType JSONPatch.
+	Patch []byte
 }
 
 // Encode writes the AdmissionReview answering rev.
@@ -213,21 +216,25 @@ func Encode(apiVersion string, uid types.UID, resp Response) ([]byte, error) {
 	var out any
 	switch apiVersion {
 	case V1:
-		out = &admissionv1.AdmissionReview{
-			TypeMeta: metav1.TypeMeta{APIVersion: V1, Kind: "AdmissionReview"},
-			Response: &admissionv1.AdmissionResponse{
-				UID: uid, Allowed: resp.Allowed, Result: resp.Status,
-				Warnings: resp.Warnings, AuditAnnotations: annotations,
-			},
+		r := &admissionv1.AdmissionResponse{
+			UID: uid, Allowed: resp.Allowed, Result: resp.Status,
+			Warnings: resp.Warnings, AuditAnnotations: annotations,
 		}
+		if len(resp.Patch) > 0 {
+			pt := admissionv1.PatchTypeJSONPatch
+			r.Patch, r.PatchType = resp.Patch, &pt
+		}
+		out = &admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: V1, Kind: "AdmissionReview"}, Response: r}
 	case V1beta1:
-		out = &admissionv1beta1.AdmissionReview{
-			TypeMeta: metav1.TypeMeta{APIVersion: V1beta1, Kind: "AdmissionReview"},
-			Response: &admissionv1beta1.AdmissionResponse{
-				UID: uid, Allowed: resp.Allowed, Result: resp.Status,
-				Warnings: resp.Warnings, AuditAnnotations: annotations,
-			},
+		r := &admissionv1beta1.AdmissionResponse{
+			UID: uid, Allowed: resp.Allowed, Result: resp.Status,
+			Warnings: resp.Warnings, AuditAnnotations: annotations,
 		}
+		if len(resp.Patch) > 0 {
+			pt := admissionv1beta1.PatchTypeJSONPatch
+			r.Patch, r.PatchType = resp.Patch, &pt
+		}
+		out = &admissionv1beta1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: V1beta1, Kind: "AdmissionReview"}, Response: r}
 	default:
 		return nil, fmt.Errorf("unsupported AdmissionReview version %q", apiVersion)
 	}

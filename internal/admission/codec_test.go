@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -151,13 +152,17 @@ func TestEncodePassesTheApiserversCheck(t *testing.T) {
 		name       string
 		apiVersion string
 		resp       admission.Response
+		mutating   bool
 	}{
-		{"v1 allowed", admission.V1, admission.Response{Allowed: true}},
-		{"v1 denied", admission.V1, admission.Response{Status: deny}},
+		{"v1 allowed", admission.V1, admission.Response{Allowed: true}, false},
+		{"v1 denied", admission.V1, admission.Response{Status: deny}, false},
 		{"v1 warnings and annotations", admission.V1, admission.Response{Allowed: true, Warnings: []string{"w1", "w1", strings.Repeat("x", 500)},
-			AuditAnnotations: []evaluator.AuditAnnotation{{Key: "validation.policy.admission.k8s.io/validation_failure", Value: `[{"message":"m"}]`}, {Key: "p/k", Value: "v"}}}},
-		{"v1beta1 allowed", admission.V1beta1, admission.Response{Allowed: true}},
-		{"v1beta1 denied", admission.V1beta1, admission.Response{Status: deny, Warnings: []string{"w"}}},
+			AuditAnnotations: []evaluator.AuditAnnotation{{Key: "validation.policy.admission.k8s.io/validation_failure", Value: `[{"message":"m"}]`}, {Key: "p/k", Value: "v"}}}, false},
+		{"v1beta1 allowed", admission.V1beta1, admission.Response{Allowed: true}, false},
+		{"v1beta1 denied", admission.V1beta1, admission.Response{Status: deny, Warnings: []string{"w"}}, false},
+		{"v1 patch", admission.V1, admission.Response{Allowed: true, Patch: []byte(`[{"op":"add","path":"/metadata/labels","value":{"team":"a"}}]`)}, true},
+		{"v1beta1 patch", admission.V1beta1, admission.Response{Allowed: true, Patch: []byte(`[{"op":"add","path":"/metadata/labels","value":{"team":"a"}}]`)}, true},
+		{"v1 mutating, unchanged", admission.V1, admission.Response{Allowed: true}, true},
 	}
 	const uid = types.UID("u-1")
 	for _, tt := range tests {
@@ -179,9 +184,12 @@ func TestEncodePassesTheApiserversCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := request.VerifyAdmissionResponse(uid, false, obj)
+			got, err := request.VerifyAdmissionResponse(uid, tt.mutating, obj)
 			if err != nil {
 				t.Fatalf("the apiserver rejects the answer: %v\n%s", err, b)
+			}
+			if !bytes.Equal(got.Patch, tt.resp.Patch) || (len(tt.resp.Patch) > 0) != (got.PatchType == "JSONPatch") {
+				t.Fatalf("patch %s (type %q), want %s", got.Patch, got.PatchType, tt.resp.Patch)
 			}
 			if got.Allowed != tt.resp.Allowed || len(got.Warnings) != len(tt.resp.Warnings) {
 				t.Fatalf("verified response %+v differs from %+v", got, tt.resp)

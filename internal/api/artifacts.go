@@ -40,14 +40,11 @@ func (s *Server) artifacts(tenant, webhookURL string) (apiv1.Artifacts, error) {
 	if err != nil {
 		return apiv1.Artifacts{}, err
 	}
-	vwc, err := artifacts.ValidatingWebhookConfiguration(artifacts.WebhookOptions{
+	// The validating and the mutating configuration, one YAML stream.
+	hooks, err := artifacts.Webhooks(artifacts.WebhookOptions{
 		GatewayURL: webhookURL, Tenant: tenant, CABundle: s.CABundle})
 	if err != nil {
 		return apiv1.Artifacts{}, fmt.Errorf("webhook configuration: %w", err)
-	}
-	hooks, err := artifacts.YAML(vwc)
-	if err != nil {
-		return apiv1.Artifacts{}, err
 	}
 	return apiv1.Artifacts{AdmissionConfiguration: string(ac), Webhooks: string(hooks)}, nil
 }

@@ -169,7 +169,7 @@ func appendRow(b []byte, d *Decision) ([]byte, error) {
 		return b, err
 	}
 	recs := bindingRecords(d.Bindings)
-	policies, deniedBy, fpa := summarize(recs)
+	policies, deniedBy, mutatedBy, fpa := summarize(recs)
 
 	rowStart := len(b)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(columns)))
@@ -214,6 +214,13 @@ func appendRow(b []byte, d *Decision) ([]byte, error) {
 	b = appendInt64(b, int64(math.Float64bits(float64(d.Latency)/float64(time.Millisecond))))
 	b = appendText(b, clean(d.Instance))
 	b = appendInt64(b, d.SnapshotVersion)
+	b = appendText(b, endpoint(d))
+	b = appendBool(b, len(d.Patch) > 0)
+	b = appendTextArray(b, mutatedBy, false)
+	patch, cut := storedPatch(d.Patch)
+	cut = cut || d.PatchTruncated
+	b = appendBytes(b, cleanBytes(patch))
+	b = appendBool(b, cut)
 	if len(b)-rowStart > maxRow {
 		// A field this long would overflow its int32 length.
 		return b[:rowStart], fmt.Errorf("the row is %d bytes, more than PostgreSQL stores (%d)", len(b)-rowStart, maxRow)

@@ -22,6 +22,7 @@ var columnOIDs = map[string]uint32{
 	"user_groups": pgtype.TextArrayOID, "warnings": pgtype.TextArrayOID,
 	"policies": pgtype.TextArrayOID, "denied_by": pgtype.TextArrayOID,
 	"dry_run": pgtype.BoolOID, "failure_policy_applied": pgtype.BoolOID, "timed_out": pgtype.BoolOID,
+	"mutated": pgtype.BoolOID, "patch_truncated": pgtype.BoolOID, "mutated_by": pgtype.TextArrayOID,
 	"http_status": pgtype.Int4OID, "code": pgtype.Int4OID,
 	"audit_annotations": pgtype.JSONBOID, "bindings": pgtype.JSONBOID,
 	"latency_ms": pgtype.Float8OID,
@@ -48,7 +49,8 @@ func copyOracleDecisions() []*Decision {
 		d.Warnings = tricky[:i]
 		d.AuditAnnotations = []AuditAnnotation{{Key: s, Value: s}, {Key: "k", Value: s}}
 		d.Bindings = append(d.Bindings, BindingRecord{Policy: s, Binding: s, Param: s, Outcome: "Error",
-			FailurePolicyApplied: i%2 == 0, Timeout: true, Error: s, Messages: []string{s}})
+			FailurePolicyApplied: i%2 == 0, Timeout: true, Error: s, Messages: []string{s}, Mutated: i%2 == 1, Reinvoked: i%3 == 0})
+		d.Endpoint, d.Patch = s, []byte(s)
 		ds = append(ds, d)
 	}
 	nilSlices := decision(now)
@@ -68,7 +70,18 @@ func copyOracleDecisions() []*Decision {
 	distinct.Kind, distinct.Namespace, distinct.Name, distinct.UserName = "Scale", "ns", "name", "user"
 	distinct.Reason, distinct.Message, distinct.Instance = "reason", "message", "instance"
 	distinct.DryRun, distinct.TimedOut = true, false
-	ds = append(ds, nilSlices, empty, many, distinct)
+	// Patches at the bound and past it, cut in the middle of a character.
+	mutated := decision(now)
+	mutated.Endpoint = EndpointMutate
+	mutated.Bindings = []BindingRecord{{Policy: "m", Binding: "m", Outcome: "Pass", Mutated: true}, {Policy: "m", Binding: "n", Outcome: "Pass", Mutated: true, Reinvoked: true}}
+	mutated.Patch = []byte(`[{"op":"add","path":"/metadata/labels/team","value":"a"}]`)
+	atBound, cut := decision(now), decision(now)
+	atBound.Endpoint, atBound.Patch = EndpointMutate, bytes.Repeat([]byte("x"), MaxPatchBytes)
+	cut.Endpoint, cut.Patch = EndpointMutate, append(bytes.Repeat([]byte("x"), MaxPatchBytes-1), "€€"...)
+	// Cut by SetPatch before it reached the recorder.
+	preCut := decision(now)
+	preCut.Endpoint, preCut.Patch, preCut.PatchTruncated = EndpointMutate, []byte(`[{"op":"add"`), true
+	ds = append(ds, nilSlices, empty, many, distinct, mutated, atBound, cut, preCut)
 	for i, t := range []time.Time{
 		{}, // zero: year 1
 		time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -215,7 +228,7 @@ func TestCopyReaderError(t *testing.T) {
 
 func TestCopySQL(t *testing.T) {
 	if !strings.HasPrefix(copySQL, `COPY "decisions" ("id", "time", "tenant_id", `) ||
-		!strings.HasSuffix(copySQL, `"instance", "snapshot_version") FROM STDIN (FORMAT binary)`) {
+		!strings.HasSuffix(copySQL, `"instance", "snapshot_version", "endpoint", "mutated", "mutated_by", "patch", "patch_truncated") FROM STDIN (FORMAT binary)`) {
 		t.Fatal(copySQL)
 	}
 }
@@ -234,7 +247,7 @@ func TestCopyRowAllocations(t *testing.T) {
 		}
 	})
 	ref := testing.AllocsPerRun(100, func() {
-		_, _, _ = summarize(bindingRecords(d.Bindings))
+		_, _, _, _ = summarize(bindingRecords(d.Bindings))
 	})
 	if got > ref {
 		t.Errorf("%v allocations per row, bindingRecords and summarize alone %v", got, ref)

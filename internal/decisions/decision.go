@@ -63,8 +63,40 @@ type Decision struct {
 	UnknownNamespace string
 	TimedOut         bool
 
+	// Endpoint is the webhook that answered: EndpointValidate (also when
+	// empty) or EndpointMutate.
+	Endpoint string
+	// Patch is the RFC 6902 patch a /mutate answer carried; nil when the
+	// object did not change. Set it with SetPatch, which keeps at most
+	// MaxPatchBytes and sets PatchTruncated when it cut.
+	Patch          []byte
+	PatchTruncated bool
+
 	SnapshotVersion int64
 	Latency         time.Duration
+}
+
+// The webhook endpoints a decision comes from.
+const (
+	EndpointValidate = "validate"
+	EndpointMutate   = "mutate"
+)
+
+// MaxPatchBytes bounds the patch a decision stores: a mutation can make an
+// object many times its size (a list of sidecars), and every decision row
+// is written on the request path's behalf. 16 KiB keeps what a person reads
+// while keeping the row a few times the size of a validating one at most.
+const MaxPatchBytes = 16 << 10
+
+// SetPatch records p, cut to MaxPatchBytes. A cut patch is copied, so that
+// a decision waiting in the recorder's queue or spill holds 16 KiB, not
+// the whole answer.
+func (d *Decision) SetPatch(p []byte) {
+	kept, cut := storedPatch(p)
+	if cut {
+		kept = append([]byte(nil), kept...)
+	}
+	d.Patch, d.PatchTruncated = kept, cut
 }
 
 // AuditAnnotation is one audit annotation of a decision, in the order the
@@ -116,7 +148,9 @@ func (l LogRecorder) Record(d *Decision) {
 		slog.String("resource", d.Resource),
 		slog.String("namespace", d.Namespace),
 		slog.String("name", d.Name),
+		slog.String("endpoint", endpoint(d)),
 		slog.String("verdict", string(d.Verdict)),
+		slog.Bool("mutated", len(d.Patch) > 0),
 		slog.Int("http_status", d.HTTPStatus),
 		slog.Int("code", int(d.Code)),
 		slog.String("message", d.Message),

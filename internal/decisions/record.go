@@ -36,6 +36,14 @@ type Record struct {
 	LatencyMs        float64           `json:"latencyMs"`
 	Instance         string            `json:"instance"`
 	SnapshotVersion  int64             `json:"snapshotVersion"`
+	// Endpoint is validate or mutate. Mutated: the answer carried a patch.
+	// MutatedBy: the policies whose mutations applied. Patch is the patch
+	// as sent, cut at MaxPatchBytes when PatchTruncated (then not JSON).
+	Endpoint       string   `json:"endpoint"`
+	Mutated        bool     `json:"mutated"`
+	MutatedBy      []string `json:"mutatedBy"`
+	Patch          string   `json:"patch"`
+	PatchTruncated bool     `json:"patchTruncated"`
 }
 
 // BindingRecord is one matched binding of a decision. The webhook hands
@@ -52,6 +60,11 @@ type BindingRecord struct {
 	Timeout              bool     `json:"timeout"`
 	Error                string   `json:"error"`
 	Messages             []string `json:"messages"`
+	// Mutated: a MutatingAdmissionPolicy's mutations applied (even one that
+	// changed nothing, as the plugin counts it). Reinvoked: the result of
+	// the plugin's second pass. Both are absent for validating bindings.
+	Mutated   bool `json:"mutated,omitempty"`
+	Reinvoked bool `json:"reinvoked,omitempty"`
 }
 
 // Page is one page of a listing, newest first. Continue is the cursor of
@@ -70,16 +83,18 @@ func bindingRecords(bs []BindingRecord) []BindingRecord {
 			Policy: clean(b.Policy), Binding: clean(b.Binding), Param: clean(b.Param),
 			Outcome: b.Outcome, Denied: b.Denied, FailurePolicyApplied: b.FailurePolicyApplied,
 			Timeout: b.Timeout, Error: clean(b.Error), Messages: cleanAll(b.Messages),
+			Mutated: b.Mutated, Reinvoked: b.Reinvoked,
 		}
 	}
 	return out
 }
 
 // summarize returns the policies with a binding that matched (its
-// matchConditions held) and those of them whose binding denied, each once,
-// and whether any binding's failurePolicy decided.
-func summarize(recs []BindingRecord) (matched, denied []string, failurePolicyApplied bool) {
-	matched, denied = []string{}, []string{}
+// matchConditions held), those of them whose binding denied and those
+// whose binding mutated, each once, and whether any binding's
+// failurePolicy decided.
+func summarize(recs []BindingRecord) (matched, denied, mutated []string, failurePolicyApplied bool) {
+	matched, denied, mutated = []string{}, []string{}, []string{}
 	for _, b := range recs {
 		failurePolicyApplied = failurePolicyApplied || b.FailurePolicyApplied
 		if b.Outcome == OutcomeNotMatched {
@@ -91,8 +106,43 @@ func summarize(recs []BindingRecord) (matched, denied []string, failurePolicyApp
 		if b.Denied && !slices.Contains(denied, b.Policy) {
 			denied = append(denied, b.Policy)
 		}
+		if b.Mutated && !slices.Contains(mutated, b.Policy) {
+			mutated = append(mutated, b.Policy)
+		}
 	}
-	return matched, denied, failurePolicyApplied
+	return matched, denied, mutated, failurePolicyApplied
+}
+
+// endpoint is d's endpoint as stored.
+func endpoint(d *Decision) string {
+	if d.Endpoint == EndpointMutate {
+		return EndpointMutate
+	}
+	return EndpointValidate
+}
+
+// storedPatch is the part of p the patch column keeps: at most
+// MaxPatchBytes, cut at a character boundary, and whether it was cut.
+func storedPatch(p []byte) ([]byte, bool) {
+	if len(p) <= MaxPatchBytes {
+		return p, false
+	}
+	n := MaxPatchBytes
+	for n > 0 && !utf8.RuneStart(p[n]) {
+		n--
+	}
+	return p[:n], true
+}
+
+// cleanBytes is clean for a []byte, without a copy when it is clean
+// already (a patch is JSON, almost always ASCII).
+func cleanBytes(p []byte) []byte {
+	for _, c := range p {
+		if c == 0 || c >= utf8.RuneSelf {
+			return []byte(cleanSlow(string(p)))
+		}
+	}
+	return p
 }
 
 // clean makes a string storable: PostgreSQL refuses NUL in text and \u0000

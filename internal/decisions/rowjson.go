@@ -63,7 +63,14 @@ func appendBindingsJSON(b []byte, bs []BindingRecord) []byte {
 			}
 			b = appendJSONString(b, m)
 		}
-		b = append(b, "]}"...)
+		b = append(b, ']')
+		if r.Mutated {
+			b = append(b, `,"mutated":true`...)
+		}
+		if r.Reinvoked {
+			b = append(b, `,"reinvoked":true`...)
+		}
+		b = append(b, '}')
 	}
 	return append(b, ']')
 }

@@ -1,9 +1,12 @@
 package decisions
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestRowJSONMatchesEncodingJSON: the hand-written JSON columns decode to
@@ -15,7 +18,8 @@ func TestRowJSONMatchesEncodingJSON(t *testing.T) {
 	for i, s := range tricky {
 		anns = append(anns, AuditAnnotation{Key: s, Value: tricky[len(tricky)-1-i]})
 		bs = append(bs, BindingRecord{Policy: s, Binding: "b" + s, Param: s, Outcome: "Violation",
-			Denied: i%2 == 0, FailurePolicyApplied: i%3 == 0, Timeout: i%4 == 0, Error: s, Messages: tricky[:i%4]})
+			Denied: i%2 == 0, FailurePolicyApplied: i%3 == 0, Timeout: i%4 == 0, Error: s, Messages: tricky[:i%4],
+			Mutated: i%2 == 1, Reinvoked: i%5 == 0})
 	}
 	anns = append(anns, AuditAnnotation{Key: "plain", Value: "last wins"})
 	bs = append(bs, BindingRecord{Policy: "nil messages"})
@@ -48,5 +52,30 @@ func sameJSON(t *testing.T, got []byte, want any) {
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Fatalf("got %s\nencoding/json %s", got, ref)
+	}
+}
+
+// SetPatch keeps a patch within the bound as it is, and cuts a longer one
+// at a character boundary into a copy of its own, flagged.
+func TestSetPatch(t *testing.T) {
+	small := []byte(`[{"op":"remove","path":"/a"}]`)
+	var d Decision
+	d.SetPatch(small)
+	if &d.Patch[0] != &small[0] || d.PatchTruncated {
+		t.Fatalf("a small patch was copied or flagged: %s %v", d.Patch, d.PatchTruncated)
+	}
+	d.SetPatch(nil)
+	if d.Patch != nil || d.PatchTruncated {
+		t.Fatalf("nil patch: %q %v", d.Patch, d.PatchTruncated)
+	}
+	for _, tail := range []string{"x", "€", "😀😀"} {
+		big := []byte(strings.Repeat("a", MaxPatchBytes-1) + tail + "}]")
+		d.SetPatch(big)
+		if !d.PatchTruncated || len(d.Patch) > MaxPatchBytes || !utf8.Valid(d.Patch) || !bytes.HasPrefix(big, d.Patch) {
+			t.Fatalf("tail %q: %d bytes kept, valid %v, flagged %v", tail, len(d.Patch), utf8.Valid(d.Patch), d.PatchTruncated)
+		}
+		if cap(d.Patch) > MaxPatchBytes {
+			t.Fatalf("tail %q: the cut patch holds the whole answer (cap %d)", tail, cap(d.Patch))
+		}
 	}
 }

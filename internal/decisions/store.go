@@ -186,14 +186,15 @@ func (s *Store) List(ctx context.Context, tenantID int64, f Filter) (Page, error
 
 const recordColumns = `id, time, tenant, cluster, uid, operation, api_group, api_version, resource,
 	subresource, kind, namespace, name, user_name, user_groups, dry_run, verdict, http_status, code,
-	reason, message, warnings, audit_annotations, bindings, latency_ms, instance, snapshot_version`
+	reason, message, warnings, audit_annotations, bindings, latency_ms, instance, snapshot_version,
+	endpoint, mutated, mutated_by, patch, patch_truncated`
 
 func scanRecord(row pgx.CollectableRow) (Record, error) {
 	var r Record
 	err := row.Scan(&r.ID, &r.Time, &r.Tenant, &r.Cluster, &r.UID, &r.Operation, &r.Group, &r.Version,
 		&r.Resource, &r.SubResource, &r.Kind, &r.Namespace, &r.Name, &r.UserName, &r.UserGroups, &r.DryRun,
 		&r.Verdict, &r.HTTPStatus, &r.Code, &r.Reason, &r.Message, &r.Warnings, &r.AuditAnnotations, &r.Bindings,
-		&r.LatencyMs, &r.Instance, &r.SnapshotVersion)
+		&r.LatencyMs, &r.Instance, &r.SnapshotVersion, &r.Endpoint, &r.Mutated, &r.MutatedBy, &r.Patch, &r.PatchTruncated)
 	r.Time = r.Time.UTC()
 	return r, err
 }

@@ -1,6 +1,7 @@
 package decisions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -264,13 +265,14 @@ func TestRecordJSON(t *testing.T) {
 	item := got["items"].([]any)[0].(map[string]any)
 	for _, k := range []string{"id", "time", "tenant", "cluster", "uid", "operation", "group", "version", "resource",
 		"subResource", "kind", "namespace", "name", "userName", "userGroups", "dryRun", "verdict", "httpStatus", "code",
-		"reason", "message", "warnings", "auditAnnotations", "bindings", "latencyMs", "instance", "snapshotVersion"} {
+		"reason", "message", "warnings", "auditAnnotations", "bindings", "latencyMs", "instance", "snapshotVersion",
+		"endpoint", "mutated", "mutatedBy", "patch", "patchTruncated"} {
 		if _, ok := item[k]; !ok {
 			t.Errorf("no %q in %s", k, b)
 		}
 	}
-	if len(item) != 27 {
-		t.Errorf("%d keys, want 27: %s", len(item), b)
+	if len(item) != 32 {
+		t.Errorf("%d keys, want 32: %s", len(item), b)
 	}
 	if _, ok := got["continue"]; !ok {
 		t.Error("no continue in the page")
@@ -323,6 +325,67 @@ func TestQueriesAreBounded(t *testing.T) {
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "57014" || time.Since(start) > 3*time.Second {
 			t.Errorf("%s behind a lock: %v after %s; want a statement timeout (57014) within the store's timeout", name, err, time.Since(start))
+		}
+	}
+}
+
+// A /mutate decision keeps its patch (cut at MaxPatchBytes, flagged) and
+// the policies that mutated, whether the batch was copied or replayed.
+func TestRecordMutation(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const patch = `[{"op":"add","path":"/metadata/labels/team","value":"a"}]`
+	mutated := func(p []byte) *Decision {
+		d := decision(time.Now())
+		d.Endpoint, d.Patch = EndpointMutate, p
+		d.Bindings = []BindingRecord{
+			{Policy: "add-team", Binding: "add-team", Outcome: "Pass", Mutated: true},
+			{Policy: "add-team", Binding: "again", Outcome: "Pass", Mutated: true, Reinvoked: true},
+			{Policy: "no-op", Binding: "no-op", Outcome: "Pass"},
+			{Policy: "skipped", Binding: "skipped", Outcome: OutcomeNotMatched},
+		}
+		return d
+	}
+	small := mutated([]byte(patch))
+	big := mutated(append(bytes.Repeat([]byte("x"), MaxPatchBytes-1), "€"...))
+	preCut := mutated(nil)
+	preCut.SetPatch(append(bytes.Repeat([]byte("y"), MaxPatchBytes), "z"...))
+	unchanged := mutated(nil)
+	validating := decision(time.Now())
+	f.insert(t, small, big, preCut)
+	if _, err := f.recorder(t).insertOnce(ctx, []*Decision{unchanged, validating}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := NewStore(f.pool).List(ctx, 1, Filter{})
+	if err != nil || len(page.Items) != 5 {
+		t.Fatal(page, err)
+	}
+	byID := map[string]Record{}
+	for _, r := range page.Items {
+		byID[r.ID] = r
+	}
+	tests := []struct {
+		name      string
+		d         *Decision
+		endpoint  string
+		mutated   bool
+		mutatedBy []string
+		patch     string
+		cut       bool
+	}{
+		{"small patch", small, "mutate", true, []string{"add-team"}, patch, false},
+		{"patch over the bound", big, "mutate", true, []string{"add-team"}, strings.Repeat("x", MaxPatchBytes-1), true},
+		{"cut by SetPatch", preCut, "mutate", true, []string{"add-team"}, strings.Repeat("y", MaxPatchBytes), true},
+		{"nothing changed", unchanged, "mutate", false, []string{"add-team"}, "", false},
+		{"validating", validating, "validate", false, []string{}, "", false},
+	}
+	for _, tt := range tests {
+		r := byID[tt.d.ID]
+		if r.Endpoint != tt.endpoint || r.Mutated != tt.mutated || !slices.Equal(r.MutatedBy, tt.mutatedBy) || r.Patch != tt.patch || r.PatchTruncated != tt.cut {
+			t.Errorf("%s: endpoint %q mutated %v by %q patch %.80q cut %v", tt.name, r.Endpoint, r.Mutated, r.MutatedBy, r.Patch, r.PatchTruncated)
+		}
+		if tt.endpoint == "mutate" && (!r.Bindings[0].Mutated || r.Bindings[0].Reinvoked || !r.Bindings[1].Reinvoked || r.Bindings[2].Mutated) {
+			t.Errorf("%s: bindings %+v", tt.name, r.Bindings)
 		}
 	}
 }

@@ -27,6 +27,7 @@ func fillRequest(d *decisions.Decision, req *evaluator.Request) {
 // fillResult records an evaluated request's answer in d.
 func fillResult(d *decisions.Decision, res *evaluator.Result) {
 	d.HTTPStatus = http.StatusOK
+	d.SetPatch(res.Patch)
 	d.Warnings = res.Warnings
 	d.AuditAnnotations = decisionAnnotations(res.AuditAnnotations)
 	d.Bindings = decisionBindings(res.Bindings)
@@ -57,7 +58,7 @@ func decisionBindings(bs []evaluator.BindingResult) []decisions.BindingRecord {
 		out[i] = decisions.BindingRecord{
 			Policy: b.Policy, Binding: b.Binding, Param: b.Param, Outcome: string(b.Outcome),
 			Denied: b.Denied, FailurePolicyApplied: b.FailurePolicyApplied, Timeout: b.Timeout,
-			Error: b.Error, Messages: b.Messages,
+			Error: b.Error, Messages: b.Messages, Mutated: b.Mutated, Reinvoked: b.Reinvoked,
 		}
 	}
 	return out

@@ -33,13 +33,16 @@ func TestFillResultCopiesEveryField(t *testing.T) {
 			Policy: "p", Binding: "b", Param: "ns/param", Outcome: evaluator.OutcomeError,
 			Actions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			Denied:  true, FailurePolicyApplied: true, Timeout: true, Error: "e", Messages: []string{"m"},
+			Mutated: true, Reinvoked: true,
 		}},
 		UnknownNamespace: "ghost",
+		Patch:            []byte(`[{"op":"remove","path":"/a"}]`),
 	}
 	var d decisions.Decision
 	fillResult(&d, res)
 	want := decisions.BindingRecord{Policy: "p", Binding: "b", Param: "ns/param", Outcome: "Error",
-		Denied: true, FailurePolicyApplied: true, Timeout: true, Error: "e", Messages: []string{"m"}}
+		Denied: true, FailurePolicyApplied: true, Timeout: true, Error: "e", Messages: []string{"m"},
+		Mutated: true, Reinvoked: true}
 	if len(d.Bindings) != 1 || !reflect.DeepEqual(d.Bindings[0], want) {
 		t.Fatalf("bindings = %+v, want %+v", d.Bindings, want)
 	}
@@ -54,7 +57,7 @@ func TestFillResultCopiesEveryField(t *testing.T) {
 		t.Errorf("audit annotations = %+v, want %+v in order", d.AuditAnnotations, wantAnns)
 	}
 	if d.Verdict != decisions.VerdictDenied || d.HTTPStatus != 200 || d.Code != 403 || d.Reason != "Forbidden" ||
-		d.Message != "no" || !d.TimedOut || d.UnknownNamespace != "ghost" || len(d.Warnings) != 1 {
+		d.Message != "no" || !d.TimedOut || d.UnknownNamespace != "ghost" || len(d.Warnings) != 1 || string(d.Patch) != string(res.Patch) {
 		t.Errorf("decision = %+v", d)
 	}
 }

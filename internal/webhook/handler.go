@@ -31,9 +31,15 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
-// Handler serves POST /t/{tenant}/validate. Its dependencies are functions
-// so that tests can supply plain ones.
+// Handler serves POST /t/{tenant}/validate, or /t/{tenant}/mutate when
+// Mutating is set. Its dependencies are functions so that tests can supply
+// plain ones.
 type Handler struct {
+	// Mutating makes the handler the mutating webhook: it evaluates the
+	// MutatingAdmissionPolicies (Snapshot.Mutate) instead of the
+	// validating ones, answers with their patch, and learns nothing (see
+	// learn). Everything else is the same code path.
+	Mutating bool
 	// Authenticate returns the caller's identity or a *fault.Error.
 	Authenticate func(r *http.Request) (tenancy.Identity, error)
 	// Snapshot returns the tenant's compiled policies. An error with
@@ -46,7 +52,7 @@ type Handler struct {
 	// and bindings that need one follow their failurePolicy.
 	Namespaces func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error)
 	// Learn and LearnTerminating record namespaces from allowed, non-dry-run
-	// Namespace requests. Both must return at once.
+	// Namespace requests to the validating webhook. Both must return at once.
 	Learn            func(tenantID, clusterID int64, ns *corev1.Namespace)
 	LearnTerminating func(tenantID, clusterID int64, name string)
 	Recorder         decisions.Recorder
@@ -56,7 +62,8 @@ type Handler struct {
 	// Propagator reads the caller's W3C traceparent. Nil means no tracing.
 	Tracer     trace.Tracer
 	Propagator propagation.TextMapPropagator
-	// Endpoint labels the request metrics; "validate" when empty.
+	// Endpoint labels the request metrics; "validate", or "mutate" when
+	// Mutating, when empty.
 	Endpoint string
 	// Instance names this gateway replica in decisions.
 	Instance string
@@ -107,7 +114,10 @@ func deadlineMargin(timeout time.Duration) time.Duration {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance}
+	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance, Endpoint: decisions.EndpointValidate}
+	if h.Mutating {
+		d.Endpoint = decisions.EndpointMutate
+	}
 	authenticated := false
 	answered := false // the status line of the answer is written
 	// results are the evaluator's, for the metrics: the decision keeps
@@ -220,7 +230,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	_, step = h.startStep(ctx, "evaluate")
 	evalStart := time.Now()
-	res := snap.Compiled.Validate(ctx, req, nss)
+	var res *evaluator.Result
+	if h.Mutating {
+		res = snap.Compiled.Mutate(ctx, req, nss)
+	} else {
+		res = snap.Compiled.Validate(ctx, req, nss)
+	}
 	h.Metrics.observeEvaluation(id.TenantName, time.Since(evalStart))
 	endStep(step, nil)
 
@@ -240,7 +255,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res.MissingCRD {
 		h.Metrics.missingCRD.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
 	}
-	if res.Allowed && !req.DryRun {
+	// The mutating webhook sees the object before validation, and a later
+	// admission step may still refuse it: only what the validating webhook
+	// allowed is learned.
+	if res.Allowed && !req.DryRun && !h.Mutating {
 		h.learn(id, req)
 	}
 }
@@ -296,6 +314,9 @@ func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, err error) 
 func (h *Handler) finish(ctx context.Context, d *decisions.Decision, results []evaluator.BindingResult, start time.Time) {
 	d.Latency = time.Since(start)
 	h.Metrics.observe(h.endpoint(), d, results)
+	if h.Mutating {
+		h.Metrics.observeMutations(d.TenantName, results)
+	}
 	if h.Recorder != nil {
 		_, step := h.startStep(ctx, "record")
 		h.Recorder.Record(d)
@@ -304,10 +325,13 @@ func (h *Handler) finish(ctx context.Context, d *decisions.Decision, results []e
 }
 
 func (h *Handler) endpoint() string {
-	if h.Endpoint == "" {
-		return "validate"
+	switch {
+	case h.Endpoint != "":
+		return h.Endpoint
+	case h.Mutating:
+		return "mutate"
 	}
-	return h.Endpoint
+	return "validate"
 }
 
 func isJSON(ct string) bool {

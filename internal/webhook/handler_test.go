@@ -104,6 +104,18 @@ func compileYAML(t testing.TB, docs string) *evaluator.Snapshot {
 				t.Fatal(err)
 			}
 			objs.Bindings = append(objs.Bindings, b)
+		case "MutatingAdmissionPolicy":
+			p := &admissionregistrationv1.MutatingAdmissionPolicy{}
+			if err := yaml.UnmarshalStrict([]byte(doc), p); err != nil {
+				t.Fatal(err)
+			}
+			objs.MutatingPolicies = append(objs.MutatingPolicies, p)
+		case "MutatingAdmissionPolicyBinding":
+			b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+			if err := yaml.UnmarshalStrict([]byte(doc), b); err != nil {
+				t.Fatal(err)
+			}
+			objs.MutatingBindings = append(objs.MutatingBindings, b)
 		}
 	}
 	return evaluator.Compile(objs, evaluator.CompileOptions{Mode: evaluator.NewExpressions})
@@ -202,6 +214,13 @@ const (
 // verifier on it, as every real apiserver does.
 func check(t *testing.T, apiVersion string, uid types.UID, body []byte) *request.AdmissionResponse {
 	t.Helper()
+	return checkAs(t, apiVersion, uid, body, false)
+}
+
+// checkAs is check for a validating (mutating false) or mutating webhook:
+// only a mutating one may send a patch.
+func checkAs(t *testing.T, apiVersion string, uid types.UID, body []byte, mutating bool) *request.AdmissionResponse {
+	t.Helper()
 	var obj runtime.Object
 	if apiVersion == "admission.k8s.io/v1" {
 		r := &admissionv1.AdmissionReview{}
@@ -216,7 +235,7 @@ func check(t *testing.T, apiVersion string, uid types.UID, body []byte) *request
 		}
 		obj = r
 	}
-	resp, err := request.VerifyAdmissionResponse(uid, false, obj)
+	resp, err := request.VerifyAdmissionResponse(uid, mutating, obj)
 	if err != nil {
 		t.Fatalf("the apiserver would reject this answer: %v\n%s", err, body)
 	}

@@ -28,6 +28,8 @@ type Metrics struct {
 	coldUnavailable  prometheus.Counter
 	unknownNamespace *prometheus.CounterVec
 	missingCRD       *prometheus.CounterVec
+	mutations        *prometheus.CounterVec
+	mutationFailures *prometheus.CounterVec
 }
 
 // Buckets of the duration histograms: the apiserver's webhook timeout is
@@ -93,10 +95,19 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 			Name: "portcullis_inventory_crd_missing_total",
 			Help: "Requests for a custom resource whose CustomResourceDefinition the cluster's inventory lacks, where a binding needed it: upload the CRDs (admin crds import).",
 		}, []string{"tenant", "cluster"}),
+		mutations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_policy_mutations_total",
+			Help: "Requests to /mutate in which a MutatingAdmissionPolicy's mutations applied (even ones that changed nothing, as the plugin counts them), by tenant and policy, once per request and policy." + policiesConfigured,
+		}, []string{"tenant", "policy"}),
+		mutationFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_policy_mutation_failures_total",
+			Help: "MutatingAdmissionPolicy bindings that failed on /mutate, whatever their failurePolicy did with it, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace)." + policiesConfigured,
+		}, []string{"tenant", "policy", "cause"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.evaluation, m.rejections, m.failOpen, m.failClosed,
 			m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace, m.missingCRD,
+			m.mutations, m.mutationFailures,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "portcullis_evaluator_exact_reevaluations_total",
 				Help: "Requests evaluated a second time without the fast path, because the CEL cost budget checked against cost bounds ran out.",
@@ -137,6 +148,31 @@ func (m *Metrics) observe(endpoint string, d *decisions.Decision, results []eval
 			m.failOpen.WithLabelValues(t, b.Policy, failureCause(b)).Inc()
 		}
 	}
+}
+
+// observeMutations counts what the mutating policies did in one /mutate
+// request: each policy that mutated once (it may have several bindings,
+// and a second pass), and each binding that failed.
+func (m *Metrics) observeMutations(tenant string, results []evaluator.BindingResult) {
+	t := m.tenantLabel(tenant)
+	for i := range results {
+		b := &results[i]
+		if b.Outcome == evaluator.OutcomeError {
+			m.mutationFailures.WithLabelValues(t, b.Policy, failureCause(b)).Inc()
+		}
+		if b.Mutated && !mutatedBefore(results[:i], b.Policy) {
+			m.mutations.WithLabelValues(t, b.Policy).Inc()
+		}
+	}
+}
+
+func mutatedBefore(results []evaluator.BindingResult, policy string) bool {
+	for i := range results {
+		if results[i].Mutated && results[i].Policy == policy {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Metrics) observeEvaluation(tenant string, took time.Duration) {

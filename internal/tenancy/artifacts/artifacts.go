@@ -1,7 +1,7 @@
 // Package artifacts generates what a cluster's admin installs so that its
 // apiservers call the gateway: the kubeconfig with the apiserver's
 // credentials, the AdmissionConfiguration that points the webhook admission
-// plugins at it, and the ValidatingWebhookConfiguration.
+// plugins at it, and the Validating- and MutatingWebhookConfiguration.
 //
 // The functions are pure: no database, no network. The admin API and CLI
 // expose them. Everything produced here must be accepted unchanged by a real
@@ -215,17 +215,19 @@ var MatchConditions = []admissionregistrationv1.MatchCondition{
 	{Name: "exclude-kubelet-requests", Expression: `!("system:nodes" in request.userInfo.groups)`},
 }
 
-// ValidatingWebhookConfiguration returns the admissionregistration.k8s.io/v1
-// configuration that sends a tenant's admission requests to the gateway:
-//   - url https://<gateway>/t/<tenant>/validate, with CABundle;
-//   - every operation on every resource and subresource, plus an explicit
-//     rule for namespaces, so the gateway learns namespace labels even if
-//     the first rule is narrowed;
-//   - admissionReviewVersions [v1, v1beta1], sideEffects None,
-//     timeoutSeconds 5, matchPolicy Equivalent, failurePolicy Fail;
-//   - a namespaceSelector leaving out kube-system and kube-node-lease, and
-//     MatchConditions.
-func ValidatingWebhookConfiguration(o WebhookOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+// hookSettings are WebhookOptions checked and defaulted, shared by the
+// validating and the mutating configuration.
+type hookSettings struct {
+	url         *url.URL
+	name        string
+	failure     admissionregistrationv1.FailurePolicyType
+	timeout     int32
+	nsSelector  *metav1.LabelSelector
+	sideEffects admissionregistrationv1.SideEffectClass
+	matchPolicy admissionregistrationv1.MatchPolicyType
+}
+
+func (o WebhookOptions) settings() (*hookSettings, error) {
 	u, err := parseGatewayURL(o.GatewayURL)
 	if err != nil {
 		return nil, err
@@ -272,29 +274,52 @@ func ValidatingWebhookConfiguration(o WebhookOptions) (*admissionregistrationv1.
 	} else {
 		nsSelector = &metav1.LabelSelector{}
 	}
+	return &hookSettings{url: u, name: name, failure: failure, timeout: timeout, nsSelector: nsSelector,
+		sideEffects: admissionregistrationv1.SideEffectClassNone, matchPolicy: admissionregistrationv1.Equivalent}, nil
+}
 
-	hookURL := *u
-	hookURL.Path = path.Join("/", u.Path, "t", o.Tenant, "validate")
-	hookURL.RawPath = ""
-	urlStr := hookURL.String()
-	sideEffects := admissionregistrationv1.SideEffectClassNone
-	equivalent := admissionregistrationv1.Equivalent
+// hookURL is the tenant's endpoint under the gateway URL.
+func (h *hookSettings) hookURL(tenant, endpoint string) *string {
+	u := *h.url
+	u.Path = path.Join("/", h.url.Path, "t", tenant, endpoint)
+	u.RawPath = ""
+	s := u.String()
+	return &s
+}
+
+func (h *hookSettings) meta(kind, tenant string) (metav1.TypeMeta, metav1.ObjectMeta) {
+	return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind},
+		metav1.ObjectMeta{
+			Name:   h.name,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "portcullis", "portcullis.dev/tenant": tenant},
+		}
+}
+
+// ValidatingWebhookConfiguration returns the admissionregistration.k8s.io/v1
+// configuration that sends a tenant's admission requests to the gateway:
+//   - url https://<gateway>/t/<tenant>/validate, with CABundle;
+//   - every operation on every resource and subresource, plus an explicit
+//     rule for namespaces, so the gateway learns namespace labels even if
+//     the first rule is narrowed;
+//   - admissionReviewVersions [v1, v1beta1], sideEffects None,
+//     timeoutSeconds 5, matchPolicy Equivalent, failurePolicy Fail;
+//   - a namespaceSelector leaving out kube-system and kube-node-lease, and
+//     MatchConditions.
+func ValidatingWebhookConfiguration(o WebhookOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	h, err := o.settings()
+	if err != nil {
+		return nil, err
+	}
 	all := admissionregistrationv1.AllScopes
 	cluster := admissionregistrationv1.ClusterScope
-
+	typeMeta, objectMeta := h.meta("ValidatingWebhookConfiguration", o.Tenant)
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
-		TypeMeta: metav1.TypeMeta{
-			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
-			Kind:       "ValidatingWebhookConfiguration",
-		},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   name,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "portcullis", "portcullis.dev/tenant": o.Tenant},
-		},
+		TypeMeta:   typeMeta,
+		ObjectMeta: objectMeta,
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: WebhookName,
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{
-				URL:      &urlStr,
+				URL:      h.hookURL(o.Tenant, "validate"),
 				CABundle: append([]byte(nil), o.CABundle...),
 			},
 			Rules: []admissionregistrationv1.RuleWithOperations{
@@ -316,12 +341,12 @@ func ValidatingWebhookConfiguration(o WebhookOptions) (*admissionregistrationv1.
 					},
 				},
 			},
-			FailurePolicy:           &failure,
-			MatchPolicy:             &equivalent,
-			NamespaceSelector:       nsSelector,
+			FailurePolicy:           &h.failure,
+			MatchPolicy:             &h.matchPolicy,
+			NamespaceSelector:       h.nsSelector,
 			ObjectSelector:          &metav1.LabelSelector{},
-			SideEffects:             &sideEffects,
-			TimeoutSeconds:          &timeout,
+			SideEffects:             &h.sideEffects,
+			TimeoutSeconds:          &h.timeout,
 			AdmissionReviewVersions: []string{"v1", "v1beta1"},
 			MatchConditions:         append([]admissionregistrationv1.MatchCondition(nil), MatchConditions...),
 		}},
