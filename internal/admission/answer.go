@@ -10,11 +10,18 @@ import (
 // encodes the AdmissionReview the webhook sends back. The admin API's
 // evaluate call uses it, and the webhook handler its two steps (Validate,
 // then EncodeAnswer), so that evaluate answers exactly what the webhook
-// would. opts are passed to Validate (the admin API asks for a trace, which
-// does not change the answer).
-func Answer(ctx context.Context, rev *Review, snap *evaluator.Snapshot, nss evaluator.NamespaceLookup,
+// would. mutating answers as the mutating webhook (/mutate) does, with
+// Snapshot.Mutate; else as the validating one. opts are passed to the
+// evaluator (the admin API asks for a trace, which does not change the
+// answer).
+func Answer(ctx context.Context, rev *Review, snap *evaluator.Snapshot, nss evaluator.NamespaceLookup, mutating bool,
 	opts ...evaluator.ValidateOption) (*evaluator.Result, []byte) {
-	res := snap.Validate(ctx, rev.Request, nss, opts...)
+	var res *evaluator.Result
+	if mutating {
+		res = snap.Mutate(ctx, rev.Request, nss, opts...)
+	} else {
+		res = snap.Validate(ctx, rev.Request, nss, opts...)
+	}
 	return res, EncodeAnswer(rev, res)
 }
 

@@ -22,7 +22,7 @@ const evaluateBudget = 9 * time.Second
 func (s *Server) evaluateRoutes() []route {
 	return []route{
 		{method: "POST", path: clusterPath + "/evaluate", access: tenantViewer,
-			summary: "Evaluate an AdmissionReview as the webhook would for that cluster, with a trace",
+			summary: "Evaluate an AdmissionReview as the validating (or, with mutate, the mutating) webhook would for that cluster, with a trace",
 			request: apiv1.EvaluateRequest{}, response: apiv1.EvaluateResponse{}, handle: s.evaluate},
 	}
 }
@@ -78,10 +78,16 @@ func (s *Server) evaluate(c *call) error {
 	if inv, err := s.Namespaces(ctx, c.tenant.ID, cl.ID); err == nil && inv != nil {
 		nss = inv
 	}
-	res, out := admission.Answer(ctx, rev, snap.Compiled, nss, evaluator.WithTrace())
+	res, out := admission.Answer(ctx, rev, snap.Compiled, nss, req.Mutate, evaluator.WithTrace())
+	answer := apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate}
+	if res.Object != nil {
+		if answer.Object, err = json.Marshal(res.Object); err != nil {
+			return err
+		}
+	}
 	// Compact, unlike other answers: an indenting encoder would re-indent
 	// the review, which must stay byte for byte the webhook's.
-	b, err := json.Marshal(apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate})
+	b, err := json.Marshal(answer)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,18 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
@@ -143,5 +147,67 @@ spec:
 	}
 	if reason != "Invalid" || !strings.Contains(msg, "documents[0].spec.mutations[0].applyConfiguration.expression") {
 		t.Fatalf("reason %q, message %q", reason, msg)
+	}
+}
+
+// With mutate, evaluate answers as the /mutate webhook: the AdmissionReview
+// byte for byte, and the object its patch makes.
+func TestEvaluateMutates(t *testing.T) {
+	e := newEnv(t)
+	cl := e.cluster(e.tenantA.ID, "prod")
+	e.apply(e.adminA, "/api/v1/tenants/a/apply", mutatingSample(t))
+	e.doJSON(e.adminA, "PUT", "/api/v1/tenants/a/clusters/prod/namespaces", namespacesYAML, http.StatusOK, nil)
+	rev := review(t, "admission.k8s.io/v1", "shop", sample(t, "pod.json"))
+
+	res := e.evaluate(e.viewerA, "prod", apiv1.EvaluateRequest{Review: rev, Mutate: true})
+	if want := e.webhookAnswerAt(cl, rev, true); !bytes.Equal(res.Review, want) {
+		t.Fatalf("evaluate review:\n%s\nwebhook:\n%s", res.Review, want)
+	}
+	var out struct {
+		Response struct {
+			Allowed   bool
+			PatchType string
+			Patch     []byte
+		}
+	}
+	if err := json.Unmarshal(res.Review, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !out.Response.Allowed || out.Response.PatchType != "JSONPatch" || len(out.Response.Patch) == 0 {
+		t.Fatalf("response = %+v", out.Response)
+	}
+	var req struct {
+		Request struct{ Object json.RawMessage }
+	}
+	if err := json.Unmarshal(rev, &req); err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(out.Response.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := p.Apply(req.Request.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want map[string]any
+	if err := json.Unmarshal(patched, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(res.Object, &want); err != nil {
+		t.Fatalf("object %q: %v", res.Object, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("patched request object:\n%s\nanswer's object:\n%s", patched, res.Object)
+	}
+	if labels, _ := want["metadata"].(map[string]any)["labels"].(map[string]any); labels["example.com/team"] != "shop" {
+		t.Fatalf("the team label is missing: %v", labels)
+	}
+
+	// Without mutate the same review is answered by the validating
+	// policies (none here): allowed, no patch, no object.
+	res = e.evaluate(e.viewerA, "prod", apiv1.EvaluateRequest{Review: rev})
+	if res.Object != nil || bytes.Contains(res.Review, []byte(`"patch"`)) {
+		t.Fatalf("validate answered with a mutation: %s %s", res.Review, res.Object)
 	}
 }

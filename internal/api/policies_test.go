@@ -698,7 +698,15 @@ func review(t *testing.T, version, namespace string, object string) []byte {
 // cluster.
 func (e *env) webhookAnswer(cl tenancy.Cluster, rev []byte) []byte {
 	e.t.Helper()
+	return e.webhookAnswerAt(cl, rev, false)
+}
+
+// webhookAnswerAt is webhookAnswer from /validate, or with mutating from
+// /mutate.
+func (e *env) webhookAnswerAt(cl tenancy.Cluster, rev []byte, mutating bool) []byte {
+	e.t.Helper()
 	h := &webhook.Handler{
+		Mutating: mutating,
 		Authenticate: func(*http.Request) (tenancy.Identity, error) {
 			return tenancy.Identity{TenantID: cl.TenantID, TenantName: "a", ClusterID: cl.ID, ClusterName: cl.Name, ClusterLabels: cl.Labels}, nil
 		},
@@ -707,7 +715,11 @@ func (e *env) webhookAnswer(cl tenancy.Cluster, rev []byte) []byte {
 		Metrics:    webhook.NewMetrics(prometheus.NewRegistry(), false),
 		Logger:     e.s.Logger,
 	}
-	req := httptest.NewRequest("POST", "/t/a/validate", bytes.NewReader(rev))
+	path := "/t/a/validate"
+	if mutating {
+		path = "/t/a/mutate"
+	}
+	req := httptest.NewRequest("POST", path, bytes.NewReader(rev))
 	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)

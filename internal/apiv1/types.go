@@ -285,6 +285,9 @@ type EvaluateRequest struct {
 	// they had been applied. With Replace, they are evaluated alone.
 	Objects []json.RawMessage `json:"objects,omitempty"`
 	Replace bool              `json:"replace,omitempty"`
+	// Mutate evaluates as the mutating webhook (/mutate) would: the
+	// MutatingAdmissionPolicies, answering with a JSONPatch.
+	Mutate bool `json:"mutate,omitempty"`
 }
 
 // EvaluateResponse answers an EvaluateRequest.
@@ -296,6 +299,9 @@ type EvaluateResponse struct {
 	// candidate objects).
 	SnapshotVersion int64 `json:"snapshotVersion"`
 	Candidate       bool  `json:"candidate,omitempty"`
+	// Object is, with Mutate, the object after the mutations, when they
+	// changed it: request.object with the answer's patch applied.
+	Object json.RawMessage `json:"object,omitempty"`
 }
 
 // BindingTrace explains one (policy, binding, param) evaluation.

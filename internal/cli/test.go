@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ func cmdTest(e *env, args []string) error {
 	var with stringList
 	f.Var(&with, "with", "evaluate as if the objects of this `FILE` or directory were applied (may be repeated)")
 	replace := f.Bool("replace", false, "with --with: evaluate the given objects alone, without the stored ones")
+	mutate := f.Bool("mutate", false, "answer as the mutating webhook (/mutate): the MutatingAdmissionPolicies; prints the patch and the final object")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
@@ -49,7 +51,7 @@ func cmdTest(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := apiv1.EvaluateRequest{Review: review, Replace: *replace}
+	req := apiv1.EvaluateRequest{Review: review, Replace: *replace, Mutate: *mutate}
 	var candidates []document
 	if len(with) > 0 {
 		if candidates, err = e.readDocuments(with); err != nil {
@@ -164,6 +166,13 @@ func printEvaluation(w io.Writer, res apiv1.EvaluateResponse, explain bool) erro
 	}
 	if len(r.Patch) > 0 {
 		fmt.Fprintf(w, "patch: %s\n", r.Patch)
+	}
+	if len(res.Object) > 0 {
+		var obj bytes.Buffer
+		if err := json.Indent(&obj, res.Object, "", "  "); err != nil {
+			return fmt.Errorf("the server's answer: object: %w", err)
+		}
+		fmt.Fprintf(w, "object after the mutations:\n%s\n", obj.Bytes())
 	}
 	if len(r.AuditAnnotations) > 0 {
 		fmt.Fprintf(w, "audit annotations: %s\n", labels(r.AuditAnnotations))

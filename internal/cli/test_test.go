@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
 func TestPlural(t *testing.T) {
@@ -46,5 +51,25 @@ func TestBareObjectIsReviewedAsCreate(t *testing.T) {
 	docs, _ = splitDocuments("r.json", []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}`))
 	if b, _ := asReview(docs[0]); !strings.Contains(string(b), `"admission.k8s.io/v1beta1"`) {
 		t.Fatalf("review %s", b)
+	}
+}
+
+// A mutating answer prints its patch and the object it makes.
+func TestPrintEvaluationOfAMutation(t *testing.T) {
+	patch := `[{"op":"add","path":"/metadata/labels","value":{"team":"shop"}}]`
+	review := fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u","allowed":true,"patchType":"JSONPatch","patch":%q}}`,
+		base64.StdEncoding.EncodeToString([]byte(patch)))
+	res := apiv1.EvaluateResponse{Review: review, Object: []byte(`{"metadata":{"labels":{"team":"shop"}}}`)}
+	var out bytes.Buffer
+	if err := printEvaluation(&out, res, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "allowed\npatch: " + patch + "\nobject after the mutations:\n{\n  \"metadata\": {\n    \"labels\": {\n      \"team\": \"shop\"\n    }\n  }\n}\n"
+	if out.String() != want {
+		t.Fatalf("printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+	res.Object = []byte(`{"metadata":`)
+	if err := printEvaluation(&out, res, false); err == nil || !strings.Contains(err.Error(), "object") {
+		t.Fatalf("a truncated object: %v", err)
 	}
 }
