@@ -131,7 +131,8 @@ func wiring(tenant, cluster, dir string, a apiv1.Artifacts) string {
 		"so that policies see a custom resource the apiserver converted for the webhook in the version they match; "+
 		"then, on every control-plane node, copy %s to %s and %s next to it, and start kube-apiserver with "+
 		"--admission-control-config-file pointing at admission-configuration.yaml; "+
-		"finally run `kubectl apply -f %s`, and from then on the apiservers send their admission reviews to the gateway.",
+		"finally run `kubectl apply -f %s` (a validating and a mutating webhook configuration), "+
+		"and from then on the apiservers send their admission reviews to the gateway.",
 		tenant, cluster, tenant, cluster,
 		filepath.Join(dir, "kubeconfig.yaml"), where, filepath.Join(dir, "admission-configuration.yaml"),
 		filepath.Join(dir, "webhooks.yaml"))
