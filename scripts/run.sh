@@ -100,13 +100,21 @@ build_demo() {
   say "admin apply --tenant demo -f samples/baseline/policies.yaml -f samples/baseline/bindings.yaml"
   bin/admin apply --tenant demo -f samples/baseline/policies.yaml -f samples/baseline/bindings.yaml
 
+  # Five MutatingAdmissionPolicies: a team label, imagePullPolicy and
+  # seccompProfile defaults, a toleration, an ephemeral-storage limit.
+  say "admin apply --tenant demo -f samples/mutating/"
+  bin/admin apply --tenant demo -f samples/mutating/
+
   for review in allowed-pod denied-pod; do
     say "admin test --tenant demo --cluster kind-demo -f $DEMO/$review.json"
     bin/admin test --tenant demo --cluster kind-demo -f "$DEMO/$review.json"
   done
+  say "admin test --tenant demo --cluster kind-demo -f $DEMO/allowed-pod.json --mutate"
+  bin/admin test --tenant demo --cluster kind-demo -f "$DEMO/allowed-pod.json" --mutate
 
-  say "sending the same two reviews to the webhook, as an apiserver would"
+  say "sending the same two reviews to the webhooks, as an apiserver would: first mutate, then validate"
   since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  bin/demo send --url "$WEBHOOK_URL/t/demo/mutate" --ca "$CA" --dir "$DEMO"
   bin/demo send --url "$WEBHOOK_URL/t/demo/validate" --ca "$CA" --dir "$DEMO"
 
   # The gateway stores decisions in batches, within a fraction of a second.
@@ -129,7 +137,7 @@ cat <<EOT
 
 Portcullis is running.
 
-  webhook   $WEBHOOK_URL      (apiservers call /t/<tenant>/validate)
+  webhook   $WEBHOOK_URL      (apiservers call /t/<tenant>/validate and /t/<tenant>/mutate)
   admin     $ADMIN_URL      (REST API under /api/v1, OpenAPI at /api/v1/openapi.json)
   metrics   http://$METRICS_ADDR       (/livez /readyz /metrics)
   CA file   $CA
@@ -149,6 +157,8 @@ Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
   bin/admin get namespaces --tenant demo --cluster kind-demo
   bin/admin get crds --tenant demo --cluster kind-demo
   bin/admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json --explain
+  bin/admin test --tenant demo --cluster kind-demo -f $DEMO/allowed-pod.json --mutate
+  bin/admin get map --tenant demo
   bin/admin history --tenant demo vap baseline-no-privileged
   bin/admin credential list --tenant demo --cluster kind-demo
   bin/admin decisions --tenant demo --verdict denied

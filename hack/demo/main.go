@@ -40,7 +40,7 @@ func main() {
 	fs := flag.NewFlagSet("demo "+os.Args[1], flag.ExitOnError)
 	samples := fs.String("samples", "samples/baseline", "directory with pod.json (files)")
 	dir := fs.String("dir", ".portcullis/demo", "directory of the demo's files and kubeconfig.yaml")
-	webhookURL := fs.String("url", "", "the tenant's validate URL (send)")
+	webhookURL := fs.String("url", "", "the tenant's validate or mutate URL (send)")
 	ca := fs.String("ca", ".portcullis/tls/ca.crt", "CA of the gateway's serving certificate (send)")
 	_ = fs.Parse(os.Args[2:])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -124,6 +124,9 @@ func send(ctx context.Context, url, caFile, dir string) error {
 		}
 		for _, w := range rev.Response.Warnings {
 			fmt.Printf("  %-18s warning: %s\n", "", w)
+		}
+		if len(rev.Response.Patch) > 0 {
+			fmt.Printf("  %-18s patch: %s\n", "", rev.Response.Patch)
 		}
 	}
 	return nil
