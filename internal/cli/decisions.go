@@ -21,6 +21,8 @@ type decision struct {
 	UserName  string    `json:"userName"`
 	Verdict   string    `json:"verdict"`
 	Message   string    `json:"message"`
+	// MutatedBy names the policies whose mutations applied (/mutate).
+	MutatedBy []string `json:"mutatedBy"`
 	Bindings  []struct {
 		Policy string `json:"policy"`
 		Denied bool   `json:"denied"`
@@ -82,7 +84,7 @@ func printDecisions(w io.Writer, now time.Time, ds []decision) error {
 		_, err := fmt.Fprintln(w, "No decisions found.")
 		return err
 	}
-	t := newTable(w, "VERDICT", "CLUSTER", "OPERATION", "KIND", "NAMESPACE", "NAME", "USER", "DENIED BY", "MESSAGE", "AGE")
+	t := newTable(w, "VERDICT", "CLUSTER", "OPERATION", "KIND", "NAMESPACE", "NAME", "USER", "DENIED BY", "MUTATED BY", "MESSAGE", "AGE")
 	for _, d := range ds {
 		var by []string
 		for _, b := range d.Bindings {
@@ -90,10 +92,7 @@ func printDecisions(w io.Writer, now time.Time, ds []decision) error {
 				by = append(by, b.Policy)
 			}
 		}
-		if len(by) > 2 {
-			by = append(by[:2], fmt.Sprintf("+%d more", len(by)-2))
-		}
-		t.row(d.Verdict, d.Cluster, d.Operation, d.Kind, d.Namespace, d.Name, d.UserName, strings.Join(by, ","),
+		t.row(d.Verdict, d.Cluster, d.Operation, d.Kind, d.Namespace, d.Name, d.UserName, firstTwo(by), firstTwo(d.MutatedBy),
 			truncate(shortMessage(d.Message), 60), age(now, d.Time))
 	}
 	return t.flush()
@@ -115,4 +114,12 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-3]) + "..."
+}
+
+// firstTwo lists at most two names and counts the rest.
+func firstTwo(names []string) string {
+	if len(names) > 2 {
+		return strings.Join(names[:2], ",") + fmt.Sprintf(",+%d more", len(names)-2)
+	}
+	return strings.Join(names, ",")
 }

@@ -89,7 +89,9 @@ func TestObjectAndDecisionTables(t *testing.T) {
 			Bindings: []struct {
 				Policy string `json:"policy"`
 				Denied bool   `json:"denied"`
-			}{{Policy: "a", Denied: true}, {Policy: "b", Denied: true}, {Policy: "c", Denied: true}}}})
+			}{{Policy: "a", Denied: true}, {Policy: "b", Denied: true}, {Policy: "c", Denied: true}}},
+		{Time: now.Add(-4 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod", Namespace: "shop", Name: "api-z",
+			UserName: "bob", Verdict: "allowed", MutatedBy: []string{"team-label", "default-image-pull-policy", "spot-toleration"}}})
 	b.WriteString("--\n")
 	before, after := int64(3), int64(4)
 	printAudit(&b, now, []auditEntry{{Time: now.Add(-time.Minute), Actor: "ops", Tenant: "acme", Action: "apply", Kind: "ValidatingAdmissionPolicy",
@@ -105,9 +107,10 @@ policy      prod-limits   ConfigMap   v1            6         <unknown>
 --
 No params found.
 --
-VERDICT   CLUSTER   OPERATION   KIND   NAMESPACE   NAME    USER                                                      DENIED BY                MESSAGE                                                        AGE
-denied    prod-eu   CREATE      Pod    shop        api-x   system:serviceaccount:kube-system:replicaset-controller   baseline-no-privileged   privileged containers are not allowed privileged containe...   2m
-denied    prod-eu   CREATE      Pod    shop        api-y   alice                                                     a,b,+1 more              three policies                                                 3m
+VERDICT   CLUSTER   OPERATION   KIND   NAMESPACE   NAME    USER                                                      DENIED BY                MUTATED BY                                     MESSAGE                                                        AGE
+denied    prod-eu   CREATE      Pod    shop        api-x   system:serviceaccount:kube-system:replicaset-controller   baseline-no-privileged   <none>                                         privileged containers are not allowed privileged containe...   2m
+denied    prod-eu   CREATE      Pod    shop        api-y   alice                                                     a,b,+1 more              <none>                                         three policies                                                 3m
+allowed   prod-eu   CREATE      Pod    shop        api-z   bob                                                       <none>                   team-label,default-image-pull-policy,+1 more   <none>                                                         4m
 --
 ACTOR   TENANT   ACTION            KIND                        NAMESPACE   NAME     VERSION   AGE
 ops     acme     apply (dry run)   ValidatingAdmissionPolicy   <none>      limits   3 -> 4    60s
