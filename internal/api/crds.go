@@ -36,15 +36,7 @@ func (s *Server) listCRDs(c *call) error {
 }
 
 func (s *Server) importCRDs(c *call) error {
-	cl, err := s.cluster(c)
-	if err != nil {
-		return err
-	}
-	body, err := c.body()
-	if err != nil {
-		return err
-	}
-	objs, err := splitObjects(body, "items")
+	cl, objs, err := s.inventoryUpload(c)
 	if err != nil {
 		return err
 	}

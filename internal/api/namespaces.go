@@ -11,6 +11,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/fault"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
 func (s *Server) namespaceRoutes() []route {
@@ -60,15 +61,7 @@ func listInventory[T any](c *call, items []T, name func(T) string, encode func(T
 }
 
 func (s *Server) importNamespaces(c *call) error {
-	cl, err := s.cluster(c)
-	if err != nil {
-		return err
-	}
-	body, err := c.body()
-	if err != nil {
-		return err
-	}
-	objs, err := splitObjects(body, "items")
+	cl, objs, err := s.inventoryUpload(c)
 	if err != nil {
 		return err
 	}
@@ -93,4 +86,19 @@ func (s *Server) importNamespaces(c *call) error {
 	c.audit(auditlog.Entry{Action: "import", Kind: "NamespaceInventory", Name: cl.Name,
 		Detail: map[string]any{"cluster": cl.Name, "namespaces": len(nss)}})
 	return c.json(apiv1.NamespaceImport{Namespaces: len(nss)})
+}
+
+// inventoryUpload is the cluster of an inventory upload (PUT of a List or
+// multi-document YAML) and its objects, items[i] each.
+func (s *Server) inventoryUpload(c *call) (tenancy.Cluster, [][]byte, error) {
+	cl, err := s.cluster(c)
+	if err != nil {
+		return tenancy.Cluster{}, nil, err
+	}
+	body, err := c.body()
+	if err != nil {
+		return tenancy.Cluster{}, nil, err
+	}
+	objs, err := splitObjects(body, "items")
+	return cl, objs, err
 }
