@@ -45,8 +45,8 @@ func TestCRDInventoryStore(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := insertTenant(t, pool)
-	cluster, other := insertCluster(t, pool, tenant), insertCluster(t, pool, tenant)
+	tenant := pgtest.InsertTenant(t, pool)
+	cluster, other := pgtest.InsertCluster(t, pool, tenant), pgtest.InsertCluster(t, pool, tenant)
 	widgets := mustCRD(t, crdJSON("example.com", "widgets", "", "v1", "v2"))
 	gadgets := mustCRD(t, crdJSON("example.com", "gadgets", "Webhook", "v1"))
 	if err := s.ReplaceCRDs(ctx, tenant, cluster, []*CRD{widgets, gadgets}); err != nil {
@@ -85,7 +85,7 @@ func TestCRDInventoryStore(t *testing.T) {
 			return nil
 		}},
 		{"another tenant cannot write to the cluster", func() error {
-			t2 := insertTenant(t, pool)
+			t2 := pgtest.InsertTenant(t, pool)
 			if err := s.ReplaceCRDs(ctx, t2, cluster, []*CRD{widgets}); fault.ErrorCode(err) != fault.NotFound {
 				return errorf("err = %v", err)
 			}
@@ -158,8 +158,8 @@ func TestCRDUploadPropagates(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	a, b := startCache(t, url), startCache(t, url)
-	tenant := insertTenant(t, a.store.pool)
-	cluster := insertCluster(t, a.store.pool, tenant)
+	tenant := pgtest.InsertTenant(t, a.store.pool)
+	cluster := pgtest.InsertCluster(t, a.store.pool, tenant)
 	invB, err := b.Lookup(ctx, tenant, cluster)
 	if err != nil {
 		t.Fatal(err)

@@ -32,8 +32,8 @@ func TestNamespaceInventoryStore(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := insertTenant(t, pool)
-	cluster, other := insertCluster(t, pool, tenant), insertCluster(t, pool, tenant)
+	tenant := pgtest.InsertTenant(t, pool)
+	cluster, other := pgtest.InsertCluster(t, pool, tenant), pgtest.InsertCluster(t, pool, tenant)
 
 	if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod"}), ns("dev", nil)}); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestNamespaceInventoryStore(t *testing.T) {
 			return nil
 		}},
 		{"another tenant cannot write to the cluster", func() error {
-			t2 := insertTenant(t, pool)
+			t2 := pgtest.InsertTenant(t, pool)
 			if err := s.UpsertNamespace(ctx, t2, cluster, ns("x", nil)); fault.ErrorCode(err) != fault.NotFound {
 				return errorf("err = %v", err)
 			}
@@ -124,8 +124,8 @@ func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	a, b := startCache(t, url), startCache(t, url)
-	tenant := insertTenant(t, a.store.pool)
-	cluster := insertCluster(t, a.store.pool, tenant)
+	tenant := pgtest.InsertTenant(t, a.store.pool)
+	cluster := pgtest.InsertCluster(t, a.store.pool, tenant)
 	if err := a.store.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod"})}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +210,8 @@ func TestReloadKeepsPendingLearnedNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenant := insertTenant(t, pool)
-	cluster := insertCluster(t, pool, tenant)
+	tenant := pgtest.InsertTenant(t, pool)
+	cluster := pgtest.InsertCluster(t, pool, tenant)
 	if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", nil)}); err != nil {
 		t.Fatal(err)
 	}

@@ -224,3 +224,29 @@ func dropDatabase(adminURL, name string) {
 		fmt.Fprintf(os.Stderr, "pgtest: drop %s: %v\n", name, err)
 	}
 }
+
+var rowSeq atomic.Int64
+
+// InsertTenant inserts a tenant row with a fresh name and returns its id,
+// for tests of stores that only need one to exist.
+func InsertTenant(t testing.TB, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	var id int64
+	if err := pool.QueryRow(context.Background(), `INSERT INTO tenants (name) VALUES ($1) RETURNING id`,
+		fmt.Sprintf("t%d", rowSeq.Add(1))).Scan(&id); err != nil {
+		t.Fatalf("insert tenant: %v", err)
+	}
+	return id
+}
+
+// InsertCluster inserts a cluster row of the tenant with a fresh name and
+// returns its id.
+func InsertCluster(t testing.TB, pool *pgxpool.Pool, tenantID int64) int64 {
+	t.Helper()
+	var id int64
+	if err := pool.QueryRow(context.Background(), `INSERT INTO clusters (tenant_id, name) VALUES ($1, $2) RETURNING id`,
+		tenantID, fmt.Sprintf("c%d", rowSeq.Add(1))).Scan(&id); err != nil {
+		t.Fatalf("insert cluster: %v", err)
+	}
+	return id
+}

@@ -26,7 +26,7 @@ func TestApplyAll(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := newTenant(t, pool)
+	tenant := pgtest.InsertTenant(t, pool)
 
 	// A dry run first: the outcomes of the real apply, and nothing written.
 	dry, dv, err := s.ApplyAll(ctx, tenant, "alice", docs(string(vap(5)), bindingYAML, limitsParam), true)
@@ -89,7 +89,7 @@ func TestApplyAllRefusesEveryBadDocument(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := newTenant(t, pool)
+	tenant := pgtest.InsertTenant(t, pool)
 	typo := strings.Replace(bindingYAML, "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBindng", 1)
 	alpha := strings.Replace(bindingYAML, "admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1alpha1", 1)
 	webhookCfg := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: w}\n"
@@ -142,7 +142,7 @@ func TestCandidateSnapshotAndDryRunDelete(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := newTenant(t, pool)
+	tenant := pgtest.InsertTenant(t, pool)
 	if _, _, err := s.ApplyAll(ctx, tenant, "alice", docs(string(vap(5)), bindingYAML), false); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func baselineDocs(tb testing.TB) [][]byte {
 // seedBaseline writes the baseline set for a new tenant through Apply.
 func seedBaseline(tb testing.TB, s *Store) int64 {
 	tb.Helper()
-	tenant := newTenant(tb, s.pool)
+	tenant := pgtest.InsertTenant(tb, s.pool)
 	for i, d := range baselineDocs(tb) {
 		if _, err := s.Apply(context.Background(), tenant, "bench", d); err != nil {
 			tb.Fatalf("baseline doc %d: %v", i, err)

@@ -99,7 +99,7 @@ func TestMissLoadsOnceThenHits(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	r := startReplica(t, url, CacheConfig{}, false)
-	tenant := newTenant(t, r.store.pool)
+	tenant := pgtest.InsertTenant(t, r.store.pool)
 	for _, d := range [][]byte{vap(3), []byte(bindingYAML)} {
 		if _, err := r.store.Apply(ctx, tenant, "alice", d); err != nil {
 			t.Fatal(err)
@@ -140,7 +140,7 @@ func TestMissLoadsOnceThenHits(t *testing.T) {
 	}
 	// A tenant without policies has an empty snapshot at version 0: that is
 	// its real policy set, not a failure.
-	empty := newTenant(t, r.store.pool)
+	empty := pgtest.InsertTenant(t, r.store.pool)
 	es, err := r.cache.Snapshot(ctx, empty)
 	if err != nil || es.Version != 0 || !allowed(t, es, 100) {
 		t.Fatalf("empty tenant: %+v %v", es, err)
@@ -153,7 +153,7 @@ func TestWritePropagatesToOtherReplica(t *testing.T) {
 	url := pgtest.URL(t)
 	a := startReplica(t, url, CacheConfig{ResyncInterval: 30 * time.Second}, true)
 	b := startReplica(t, url, CacheConfig{ResyncInterval: 30 * time.Second}, true)
-	tenant := newTenant(t, a.store.pool)
+	tenant := pgtest.InsertTenant(t, a.store.pool)
 	for _, d := range [][]byte{vap(3), []byte(bindingYAML)} {
 		if _, err := a.store.Apply(ctx, tenant, "alice", d); err != nil {
 			t.Fatal(err)
@@ -194,7 +194,7 @@ func TestLostNotificationHealedByResync(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	r := startReplica(t, url, CacheConfig{ResyncInterval: 200 * time.Millisecond}, false)
-	tenant := newTenant(t, r.store.pool)
+	tenant := pgtest.InsertTenant(t, r.store.pool)
 	if _, err := r.store.Apply(ctx, tenant, "alice", vap(3)); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestServesStaleDuringOutageAndColdIs503(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	r := startReplica(t, url, CacheConfig{ResyncInterval: 200 * time.Millisecond, LoadTimeout: time.Second}, true)
-	warm, cold := newTenant(t, r.store.pool), newTenant(t, r.store.pool)
+	warm, cold := pgtest.InsertTenant(t, r.store.pool), pgtest.InsertTenant(t, r.store.pool)
 	for _, d := range [][]byte{vap(3), []byte(bindingYAML)} {
 		if _, err := r.store.Apply(ctx, warm, "alice", d); err != nil {
 			t.Fatal(err)
@@ -302,7 +302,7 @@ func TestEvictsByTenantsAndBytes(t *testing.T) {
 			r := startReplica(t, url, tt.cfg, false)
 			var tenants []int64
 			for range 3 {
-				id := newTenant(t, r.store.pool)
+				id := pgtest.InsertTenant(t, r.store.pool)
 				if _, err := r.store.Apply(ctx, id, "alice", vap(3)); err != nil {
 					t.Fatal(err)
 				}
@@ -333,7 +333,7 @@ func TestWarmUpLoadsRecentlyServedTenants(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	first := startReplica(t, url, CacheConfig{ResyncInterval: 100 * time.Millisecond}, false)
-	served, idle := newTenant(t, first.store.pool), newTenant(t, first.store.pool)
+	served, idle := pgtest.InsertTenant(t, first.store.pool), pgtest.InsertTenant(t, first.store.pool)
 	for _, id := range []int64{served, idle} {
 		if _, err := first.store.Apply(ctx, id, "alice", vap(3)); err != nil {
 			t.Fatal(err)

@@ -222,7 +222,7 @@ func TestSnapshotMutatesWithStoredMutatingPolicies(t *testing.T) {
 	}
 	for _, version := range []string{"v1", "v1beta1", "v1alpha1"} {
 		t.Run(version, func(t *testing.T) {
-			tenant := newTenant(t, pool)
+			tenant := pgtest.InsertTenant(t, pool)
 			var docs [][]byte
 			for _, f := range [][]byte{policies, bindings} {
 				f = []byte(strings.ReplaceAll(string(f), "admissionregistration.k8s.io/v1\n", "admissionregistration.k8s.io/"+version+"\n"))

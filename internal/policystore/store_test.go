@@ -16,7 +16,7 @@ func TestWriteVersionConflictRollbackTombstone(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := newTenant(t, pool)
+	tenant := pgtest.InsertTenant(t, pool)
 
 	// Create: version 1, generation 1, server metadata set.
 	o1, err := s.Apply(ctx, tenant, "alice", vap(5))
@@ -145,7 +145,7 @@ func TestTenantIsolationAndNotFound(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	a, b := newTenant(t, pool), newTenant(t, pool)
+	a, b := pgtest.InsertTenant(t, pool), pgtest.InsertTenant(t, pool)
 	if _, err := s.Apply(ctx, a, "alice", vap(5)); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestParamsAndList(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := newTenant(t, pool)
+	tenant := pgtest.InsertTenant(t, pool)
 	docs := []string{
 		vapYAML,
 		bindingYAML,

@@ -92,7 +92,7 @@ func TestInvalidObjectsNameEachField(t *testing.T) {
 	}
 	pool := pgtest.Pool(t)
 	s := New(pool)
-	tenant := newTenant(t, pool)
+	tenant := pgtest.InsertTenant(t, pool)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Apply(context.Background(), tenant, "alice", []byte(tt.doc))
