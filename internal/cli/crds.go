@@ -39,28 +39,12 @@ type storedCRD struct {
 }
 
 func (e *env) getCRDs(cl *client, c *connFlags, tenant, cluster, name string) error {
-	// The raw items too: NAME prints its own object for -o json.
-	items, raw, err := listAll[json.RawMessage](e, cl, apiPath("tenants", tenant, "clusters", cluster, "crds"), nil)
-	if err != nil {
-		return err
-	}
-	crds, err := decodeItems[storedCRD](items)
-	if err != nil {
-		return err
-	}
-	if name != "" {
-		i := -1
-		for j, crd := range crds {
-			if crd.Metadata.Name == name {
-				i = j
-			}
-		}
-		if i < 0 {
-			return fmt.Errorf("CustomResourceDefinition %q is not in the inventory of cluster %q (upload it with `admin crds import`)", name, cluster)
-		}
-		crds, raw = crds[i:i+1], indentJSON(items[i])
-	}
-	return e.emit(c, raw, func(w io.Writer) error { return printCRDs(w, e.now(), crds) })
+	return getInventory(e, cl, c, inventoryGet[storedCRD]{
+		tenant: tenant, cluster: cluster, resource: "crds", name: name,
+		nameOf:  func(crd storedCRD) string { return crd.Metadata.Name },
+		missing: fmt.Sprintf("CustomResourceDefinition %q is not in the inventory of cluster %q (upload it with `admin crds import`)", name, cluster),
+		print:   printCRDs,
+	})
 }
 
 func printCRDs(w io.Writer, now time.Time, crds []storedCRD) error {

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"time"
 )
 
 // inventoryImport is one kind of a cluster's inventory that `admin ...
@@ -50,4 +54,33 @@ func (e *env) importInventory(args []string, k inventoryImport) error {
 		_, err := fmt.Fprintf(w, "%d %s imported into cluster %q\n", n, k.noun, *cluster)
 		return err
 	})
+}
+
+// inventoryGet is `admin get` of one kind of a cluster's inventory: all of
+// it, or the object called name.
+type inventoryGet[T any] struct {
+	tenant, cluster, resource, name string
+	nameOf                          func(T) string
+	missing                         string // the error when name is not there
+	print                           func(w io.Writer, now time.Time, items []T) error
+}
+
+func getInventory[T any](e *env, cl *client, c *connFlags, g inventoryGet[T]) error {
+	// The raw items too: NAME prints its own object for -o json.
+	items, raw, err := listAll[json.RawMessage](e, cl, apiPath("tenants", g.tenant, "clusters", g.cluster, g.resource), nil)
+	if err != nil {
+		return err
+	}
+	objs, err := decodeItems[T](items)
+	if err != nil {
+		return err
+	}
+	if g.name != "" {
+		i := slices.IndexFunc(objs, func(o T) bool { return g.nameOf(o) == g.name })
+		if i < 0 {
+			return errors.New(g.missing)
+		}
+		objs, raw = objs[i:i+1], indentJSON(items[i])
+	}
+	return e.emit(c, raw, func(w io.Writer) error { return g.print(w, e.now(), objs) })
 }

@@ -52,28 +52,12 @@ func (e *env) onlyCluster(cl *client, tenant string) (string, error) {
 }
 
 func (e *env) getNamespaces(cl *client, c *connFlags, tenant, cluster, name string) error {
-	// The raw items too: NAME prints its own object for -o json.
-	items, raw, err := listAll[json.RawMessage](e, cl, apiPath("tenants", tenant, "clusters", cluster, "namespaces"), nil)
-	if err != nil {
-		return err
-	}
-	nss, err := decodeItems[storedObject](items)
-	if err != nil {
-		return err
-	}
-	if name != "" {
-		i := -1
-		for j, ns := range nss {
-			if ns.Metadata.Name == name {
-				i = j
-			}
-		}
-		if i < 0 {
-			return fmt.Errorf("namespace %q is not in the inventory of cluster %q (upload it with `admin namespaces import`)", name, cluster)
-		}
-		nss, raw = nss[i:i+1], indentJSON(items[i])
-	}
-	return e.emit(c, raw, func(w io.Writer) error { return printNamespaces(w, e.now(), nss) })
+	return getInventory(e, cl, c, inventoryGet[storedObject]{
+		tenant: tenant, cluster: cluster, resource: "namespaces", name: name,
+		nameOf:  func(ns storedObject) string { return ns.Metadata.Name },
+		missing: fmt.Sprintf("namespace %q is not in the inventory of cluster %q (upload it with `admin namespaces import`)", name, cluster),
+		print:   printNamespaces,
+	})
 }
 
 func printNamespaces(w io.Writer, now time.Time, nss []storedObject) error {
