@@ -46,29 +46,15 @@ func Compile(objs Objects, opts CompileOptions) *Snapshot {
 	compositionEnvTemplate()
 	s := &Snapshot{}
 
-	policies := make([]*admissionregistrationv1.ValidatingAdmissionPolicy, 0, len(objs.Policies))
-	for _, p := range objs.Policies {
-		if p == nil {
-			continue
-		}
+	policies := defaultedByName(objs.Policies, func(p *admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicy {
 		p = p.DeepCopy()
 		SetPolicyDefaults(p)
-		policies = append(policies, p)
-	}
-	slices.SortStableFunc(policies, func(a, b *admissionregistrationv1.ValidatingAdmissionPolicy) int {
-		return strings.Compare(a.Name, b.Name)
+		return p
 	})
-	bindings := make([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding, 0, len(objs.Bindings))
-	for _, b := range objs.Bindings {
-		if b == nil {
-			continue
-		}
+	bindings := defaultedByName(objs.Bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 		b = b.DeepCopy()
 		SetBindingDefaults(b)
-		bindings = append(bindings, b)
-	}
-	slices.SortStableFunc(bindings, func(a, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) int {
-		return strings.Compare(a.Name, b.Name)
+		return b
 	})
 
 	s.params = newParamStore(objs.Params, opts.ParamScope)
@@ -94,11 +80,7 @@ func Compile(objs Objects, opts CompileOptions) *Snapshot {
 		cp.bindings = append(cp.bindings, cb)
 		s.stats.Bindings++
 	}
-	for _, cp := range s.policies {
-		if len(cp.bindings) > 0 && cp.paramGVKErr() == nil {
-			s.hooks = append(s.hooks, cp)
-		}
-	}
+	s.hooks = withBindings(s.policies)
 	s.index = buildRuleIndex(s.hooks)
 
 	s.stats.Policies = len(s.policies)
@@ -115,27 +97,15 @@ func Compile(objs Objects, opts CompileOptions) *Snapshot {
 // compileMutating compiles the MutatingAdmissionPolicies and their
 // bindings as Compile does the validating ones.
 func (s *Snapshot) compileMutating(objs Objects, opts CompileOptions) {
-	policies := make([]*admissionregistrationv1.MutatingAdmissionPolicy, 0, len(objs.MutatingPolicies))
-	for _, p := range objs.MutatingPolicies {
-		if p != nil {
-			p = p.DeepCopy()
-			SetMutatingPolicyDefaults(p)
-			policies = append(policies, p)
-		}
-	}
-	slices.SortStableFunc(policies, func(a, b *admissionregistrationv1.MutatingAdmissionPolicy) int {
-		return strings.Compare(a.Name, b.Name)
+	policies := defaultedByName(objs.MutatingPolicies, func(p *admissionregistrationv1.MutatingAdmissionPolicy) *admissionregistrationv1.MutatingAdmissionPolicy {
+		p = p.DeepCopy()
+		SetMutatingPolicyDefaults(p)
+		return p
 	})
-	bindings := make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, 0, len(objs.MutatingBindings))
-	for _, b := range objs.MutatingBindings {
-		if b != nil {
-			b = b.DeepCopy()
-			SetMutatingBindingDefaults(b)
-			bindings = append(bindings, b)
-		}
-	}
-	slices.SortStableFunc(bindings, func(a, b *admissionregistrationv1.MutatingAdmissionPolicyBinding) int {
-		return strings.Compare(a.Name, b.Name)
+	bindings := defaultedByName(objs.MutatingBindings, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+		b = b.DeepCopy()
+		SetMutatingBindingDefaults(b)
+		return b
 	})
 	m := &s.mutating
 	byName := map[string]*compiledPolicy{}
@@ -160,13 +130,39 @@ func (s *Snapshot) compileMutating(objs Objects, opts CompileOptions) {
 		cp.bindings = append(cp.bindings, cb)
 		s.stats.MutatingBindings++
 	}
-	for _, cp := range m.policies {
-		if len(cp.bindings) > 0 && cp.paramGVKErr() == nil {
-			m.hooks = append(m.hooks, cp)
-		}
-	}
+	m.hooks = withBindings(m.policies)
 	m.index = buildRuleIndex(m.hooks)
 	s.stats.MutatingPolicies = len(m.policies)
 	s.stats.MutatingHooks = len(m.hooks)
 	s.stats.CompileErrors = len(s.compileErrors)
+}
+
+// defaultedByName is the non-nil objects of in, each through prepare (a
+// defaulted copy: the input is not modified), in name order; among equal
+// names the first stays first.
+func defaultedByName[T interface {
+	comparable
+	GetName() string
+}](in []T, prepare func(T) T) []T {
+	var zero T
+	out := make([]T, 0, len(in))
+	for _, o := range in {
+		if o != zero {
+			out = append(out, prepare(o))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b T) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+// withBindings is the policies that can be invoked: those with a binding,
+// whose paramKind is well formed.
+func withBindings(policies []*compiledPolicy) []*compiledPolicy {
+	var hooks []*compiledPolicy
+	for _, cp := range policies {
+		if len(cp.bindings) > 0 && cp.paramGVKErr() == nil {
+			hooks = append(hooks, cp)
+		}
+	}
+	return hooks
 }
