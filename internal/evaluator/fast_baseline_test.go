@@ -37,6 +37,7 @@ func (e *fastEnvStub) Variable(name string) (any, bool) {
 // TestBaselineTakesTheFastPath keeps the baseline policy set, the sample
 // behind the performance target, on the fast interpreter: every expression
 // compiles for it and evaluates on the realistic Pod without declining.
+// Every messageExpression, auditAnnotation and matchCondition compiles for it.
 func TestBaselineTakesTheFastPath(t *testing.T) {
 	objs, pod := loadBaseline(t)
 	s := Compile(objs, CompileOptions{})
@@ -50,6 +51,13 @@ func TestBaselineTakesTheFastPath(t *testing.T) {
 			exprs = append(exprs, &cp.variables[i].expr)
 		}
 		exprs = append(exprs, cp.validating.validationExprs...)
+		// The messages of denials are built on the fast path too: a Pod
+		// need not have the fields they read, so they only have to compile.
+		for _, ce := range append(append(cp.validating.messageExprs, cp.validating.auditExprs...), cp.matchExprs...) {
+			if ce != nil && ce.fast == nil {
+				t.Errorf("%s %s: no fast program for %q", cp.name, ce.field, ce.text)
+			}
+		}
 		for _, ce := range exprs {
 			if ce == nil {
 				continue

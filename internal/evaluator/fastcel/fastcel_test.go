@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestMatchesCEL(t *testing.T) {
 	}
 
 	rng := rand.New(rand.NewPCG(7, 11))
-	var compiled, fastOK, celErr, withLoop int
+	var compiled, fastOK, celErr, withLoop, withConv int
 	const want = 6000
 	for i := 0; compiled < want && i < want*20; i++ {
 		g := &exprGen{r: rng}
@@ -119,6 +120,9 @@ func TestMatchesCEL(t *testing.T) {
 			if strings.Contains(text, ".all(") || strings.Contains(text, ".exists(") || strings.Contains(text, ".map(") || strings.Contains(text, ".filter(") {
 				withLoop++
 			}
+			if convCall.MatchString(text) {
+				withConv++
+			}
 			if celEvalErr != nil {
 				t.Fatalf("%s\nobject %v\nthe interpreter answered %v, cel-go failed: %v", text, obj, got, celEvalErr)
 			}
@@ -130,13 +134,17 @@ func TestMatchesCEL(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d expressions compiled, %d interpreter answers (%d with a comprehension), %d cel-go errors", compiled, fastOK, withLoop, celErr)
+	t.Logf("%d expressions compiled, %d interpreter answers (%d with a comprehension, %d with a conversion), %d cel-go errors",
+		compiled, fastOK, withLoop, withConv, celErr)
 	// The comparison is only worth something if the interpreter answers
 	// often and across the constructs.
-	if compiled < want || fastOK < compiled || withLoop < 400 {
-		t.Fatalf("too few comparisons: %d compiled, %d interpreter answers, %d with a comprehension", compiled, fastOK, withLoop)
+	if compiled < want || fastOK < compiled || withLoop < 400 || withConv < 400 {
+		t.Fatalf("too few comparisons: %d compiled, %d interpreter answers, %d with a comprehension, %d with a conversion",
+			compiled, fastOK, withLoop, withConv)
 	}
 }
+
+var convCall = regexp.MustCompile(`\b(string|int|double|bool|dyn)\(`)
 
 // sameValue reports whether an interpreter value is the CEL value, kind
 // for kind (1 and 1.0 differ here, though CEL calls them equal).

@@ -183,7 +183,7 @@ func (g *exprGen) expr(kind genKind, depth int) string {
 		case kindInt:
 			return g.pick("0", "1", "-3", "50", "9223372036854775807", g.path())
 		case kindString:
-			return g.pick("''", "'web'", "'app'", "':latest'", "'ü'", "', '", "'eb'", "'we'", "'nginx'", "'registry.'", g.path(),
+			return g.pick("''", "'web'", "'app'", "':latest'", "'ü'", "', '", "'eb'", "'we'", "'nginx'", "'registry.'", "'50'", "'2.5'", "'true'", "'1e3'", g.path(),
 				"object.kind", "object.apiVersion")
 		default:
 			return g.pick("[]", "['app', 'team']", "[1, 2.5, 'x', null]", g.path())
@@ -215,11 +215,17 @@ func (g *exprGen) expr(kind genKind, depth int) string {
 			return fmt.Sprintf("%s.?%s.orValue(%s)", g.path(), g.pick("privileged", "runAsNonRoot", "hostNetwork"), g.expr(kindBool, d))
 		case 9:
 			return fmt.Sprintf("matches(%s, 'a.c')", g.expr(kindString, d))
+		case 10:
+			return fmt.Sprintf("%s(%s) %s %s", g.pick("double", "int"), g.expr(g.pick2(kindInt, kindString), d), g.pick("==", "<", ">="), g.expr(kindInt, d))
+		case 11:
+			return fmt.Sprintf("bool(%s)", g.expr(g.pick2(kindAny, kindString), d))
 		default:
 			return g.comprehension(kindBool, depth)
 		}
 	case kindInt:
-		switch g.r.IntN(5) {
+		switch g.r.IntN(6) {
+		case 5:
+			return fmt.Sprintf("%s(%s)", g.pick("int", "dyn"), g.expr(g.pick2(kindAny, kindString), d))
 		case 0:
 			return fmt.Sprintf("size(%s)", g.expr(kindAny, d))
 		case 1:
@@ -232,7 +238,9 @@ func (g *exprGen) expr(kind genKind, depth int) string {
 			return fmt.Sprintf("%s[%s]", g.expr(kindList, d), g.pick("0", "1", "-1"))
 		}
 	case kindString:
-		switch g.r.IntN(4) {
+		switch g.r.IntN(5) {
+		case 4:
+			return fmt.Sprintf("string(%s)", g.expr(g.pick2(kindAny, kindInt), d))
 		case 0:
 			return fmt.Sprintf("%s + %s", g.expr(kindString, d), g.expr(kindString, d))
 		case 1:

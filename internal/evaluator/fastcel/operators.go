@@ -86,6 +86,9 @@ func globalCall(fn string, args []node) (node, error) {
 		case "size":
 			return unary(a, sizeOf), nil
 		}
+		if conv := conversion(fn); conv != nil {
+			return unary(a, conv), nil
+		}
 	case 2:
 		a, b := args[0], args[1]
 		switch fn {
