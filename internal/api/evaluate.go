@@ -70,6 +70,8 @@ func (s *Server) evaluate(c *call) error {
 	if err != nil {
 		return err
 	}
+	// The cluster's labels, for bindings with a cluster selector.
+	rev.Request.ClusterLabels = cl.Labels
 	ctx, cancel := context.WithTimeout(c.ctx(), evaluateBudget)
 	defer cancel()
 	// As in the webhook: without an inventory every namespace is unknown,

@@ -82,6 +82,7 @@ func commands() []command {
 		{"tenant delete", "NAME", "delete a tenant and everything in it (operator)", cmdTenantDelete},
 		{"cluster create", "NAME --tenant T [--auth token|cert|basic] [--webhook-url URL] [--labels k=v,...] --out DIR", "create a cluster, its first credential and the files its apiservers need", cmdClusterCreate},
 		{"cluster list", "--tenant T [--selector k=v]", "list a tenant's clusters", cmdClusterList},
+		{"cluster label", "NAME --tenant T k=v ... k- ... [--overwrite]", "set (k=v) or remove (k-) a cluster's labels", cmdClusterLabel},
 		{"cluster delete", "NAME --tenant T", "delete a cluster and its credentials", cmdClusterDelete},
 		{"credential list", "--tenant T --cluster C [--active]", "list a cluster's credentials", cmdCredentialList},
 		{"credential create", "--tenant T --cluster C [--auth token|cert|basic] [--expires DURATION] [--out DIR]", "issue a new credential; prints the secret once", cmdCredentialCreate},

@@ -113,6 +113,11 @@ type AuditAnnotation struct {
 // the evaluator's.
 const OutcomeNotMatched = "NotMatched"
 
+// OutcomeClusterSkipped is the outcome of a binding whose cluster selector
+// did not select the cluster that sent the request: recorded, so that an
+// admin can see why a policy did not apply there, but not a match either.
+const OutcomeClusterSkipped = "ClusterSkipped"
+
 // Recorder takes decisions. Record must never block the request.
 type Recorder interface {
 	Record(*Decision)

@@ -97,7 +97,7 @@ func summarize(recs []BindingRecord) (matched, denied, mutated []string, failure
 	matched, denied, mutated = []string{}, []string{}, []string{}
 	for _, b := range recs {
 		failurePolicyApplied = failurePolicyApplied || b.FailurePolicyApplied
-		if b.Outcome == OutcomeNotMatched {
+		if b.Outcome == OutcomeNotMatched || b.Outcome == OutcomeClusterSkipped {
 			continue
 		}
 		if !slices.Contains(matched, b.Policy) {

@@ -177,6 +177,12 @@ func (d *dispatcher) dispatchPolicy(cp *compiledPolicy) {
 // params and invokes the policy once per param.
 func (d *dispatcher) dispatchBinding(cp *compiledPolicy, cb *compiledBinding, gvk schema.GroupVersionKind, converted bool, pt *policyTracer) {
 	bt := pt.binding(cb.name)
+	if cb.clusterSkips(d.req) {
+		bt.skipped(fmt.Sprintf("the cluster's labels do not match the binding's %s %q", ClusterSelectorAnnotation, cb.clusterSel.String()))
+		bt.clusterSkipped()
+		d.res.Bindings = append(d.res.Bindings, BindingResult{Policy: cp.name, Binding: cb.name, Actions: cb.actions, Outcome: OutcomeClusterSkipped})
+		return
+	}
 	if cb.matchErr != nil {
 		bt.failed(cb.matchErr)
 		d.configError(cp, cb, cb.matchErr)

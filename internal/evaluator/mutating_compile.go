@@ -109,7 +109,7 @@ func (mp *mutatingPolicy) expressions(cp *compiledPolicy) int {
 }
 
 func compileMutatingBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) (*compiledBinding, []CompileError) {
-	return newBinding(kindMutatingBinding, b.Name, b.Spec.MatchResources, b.Spec.ParamRef)
+	return newBinding(kindMutatingBinding, b.ObjectMeta, b.Spec.MatchResources, b.Spec.ParamRef)
 }
 
 // SetMutatingPolicyDefaults applies the API server's defaults for

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -89,6 +91,9 @@ type compiledBinding struct {
 	match    *compiledMatch // nil when the binding has no matchResources
 	matchErr error          // nil selector errors
 	paramRef *compiledParamRef
+	// clusterSel is the binding's ClusterSelectorAnnotation; nil when it
+	// has none and applies to every cluster.
+	clusterSel labels.Selector
 	// actions are a ValidatingAdmissionPolicyBinding's validationActions.
 	actions []admissionregistrationv1.ValidationAction
 }
@@ -264,9 +269,19 @@ func appendExprError(out []CompileError, kind, name string, e *compiledExpr) []C
 }
 
 // newBinding compiles a binding's matchResources and paramRef.
-func newBinding(kind, name string, mr *admissionregistrationv1.MatchResources, pr *admissionregistrationv1.ParamRef) (*compiledBinding, []CompileError) {
+func newBinding(kind string, meta metav1.ObjectMeta, mr *admissionregistrationv1.MatchResources, pr *admissionregistrationv1.ParamRef) (*compiledBinding, []CompileError) {
+	name := meta.Name
 	cb := &compiledBinding{name: name}
 	var errs []CompileError
+	sel, err := clusterSelectorOf(meta.Annotations)
+	if err != nil {
+		// The store refuses such a binding; one stored before that rule
+		// fails closed: it applies to no cluster rather than to all.
+		sel = labels.Nothing()
+		errs = append(errs, CompileError{Kind: kind, Name: name,
+			Field: "metadata.annotations[" + ClusterSelectorAnnotation + "]", Message: err.Error()})
+	}
+	cb.clusterSel = sel
 	if mr != nil {
 		cb.match, cb.matchErr = compileMatchResources(mr)
 		if cb.match != nil && cb.match.err != nil {

@@ -35,6 +35,11 @@ type Request struct {
 	// JSON or a decoded object; it is what CEL sees as request.options.
 	Options runtime.RawExtension
 	DryRun  bool
+	// ClusterLabels are not part of the AdmissionReview: they are the
+	// labels of the tenant's cluster that sent it, which bindings with a
+	// ClusterSelectorAnnotation are matched against. Nil is a cluster
+	// without labels.
+	ClusterLabels map[string]string
 }
 
 // normalizeRequest fills whichever of the received and the original

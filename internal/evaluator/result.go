@@ -68,6 +68,9 @@ const (
 	// OutcomeNoParams: no param was found and parameterNotFoundAction is
 	// Allow, so no validation ran.
 	OutcomeNoParams Outcome = "NoParams"
+	// OutcomeClusterSkipped: the binding's ClusterSelectorAnnotation does
+	// not select the calling cluster, so it did not apply.
+	OutcomeClusterSkipped Outcome = "ClusterSkipped"
 )
 
 // Cause says what kind of error a BindingResult's Error is. It is set where

@@ -111,6 +111,12 @@ func (bt *bindingTracer) skipped(reason string) {
 	}
 }
 
+func (bt *bindingTracer) clusterSkipped() {
+	if bt != nil {
+		bt.Outcome = OutcomeClusterSkipped
+	}
+}
+
 func (bt *bindingTracer) matched() {
 	if bt != nil {
 		bt.Matched = true

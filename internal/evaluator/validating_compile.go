@@ -126,7 +126,7 @@ func (vp *validatingPolicy) expressions(cp *compiledPolicy) int {
 }
 
 func compileValidatingBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) (*compiledBinding, []CompileError) {
-	cb, errs := newBinding(kindBinding, b.Name, b.Spec.MatchResources, b.Spec.ParamRef)
+	cb, errs := newBinding(kindBinding, b.ObjectMeta, b.Spec.MatchResources, b.Spec.ParamRef)
 	cb.actions = b.Spec.ValidationActions
 	return cb, errs
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // The structural checks below follow the apiserver's admissionregistration
@@ -29,14 +31,27 @@ func validatePolicy(obj any) field.ErrorList {
 		errs := validateClusterMeta(&o.ObjectMeta)
 		return append(errs, validateVAPSpec(&o.Spec, field.NewPath("spec"))...)
 	case *admissionv1.ValidatingAdmissionPolicyBinding:
-		errs := validateClusterMeta(&o.ObjectMeta)
+		errs := append(validateClusterMeta(&o.ObjectMeta), validateClusterSelector(&o.ObjectMeta)...)
 		return append(errs, validateVAPBindingSpec(&o.Spec, field.NewPath("spec"))...)
 	case *admissionv1.MutatingAdmissionPolicy:
 		errs := validateClusterMeta(&o.ObjectMeta)
 		return append(errs, validateMAPSpec(&o.Spec, field.NewPath("spec"))...)
 	case *admissionv1.MutatingAdmissionPolicyBinding:
-		errs := validateClusterMeta(&o.ObjectMeta)
+		errs := append(validateClusterMeta(&o.ObjectMeta), validateClusterSelector(&o.ObjectMeta)...)
 		return append(errs, validateMAPBindingSpec(&o.Spec, field.NewPath("spec"))...)
+	}
+	return nil
+}
+
+// validateClusterSelector refuses a binding whose cluster selector would
+// not parse: stored, it would apply to no cluster at all.
+func validateClusterSelector(m *metav1.ObjectMeta) field.ErrorList {
+	s, ok := m.Annotations[evaluator.ClusterSelectorAnnotation]
+	if !ok {
+		return nil
+	}
+	if _, err := evaluator.ParseClusterSelector(s); err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations").Key(evaluator.ClusterSelectorAnnotation), s, err.Error())}
 	}
 	return nil
 }

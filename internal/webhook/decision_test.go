@@ -12,10 +12,13 @@ import (
 )
 
 // The recorder counts a binding as matched unless its outcome is the
-// evaluator's NotMatched, which it spells on its own.
+// evaluator's NotMatched or ClusterSkipped, which it spells on its own.
 func TestOutcomeNotMatchedIsTheEvaluators(t *testing.T) {
 	if decisions.OutcomeNotMatched != string(evaluator.OutcomeNotMatched) {
 		t.Fatalf("decisions.OutcomeNotMatched = %q, the evaluator's is %q", decisions.OutcomeNotMatched, evaluator.OutcomeNotMatched)
+	}
+	if decisions.OutcomeClusterSkipped != string(evaluator.OutcomeClusterSkipped) {
+		t.Fatalf("decisions.OutcomeClusterSkipped = %q, the evaluator's is %q", decisions.OutcomeClusterSkipped, evaluator.OutcomeClusterSkipped)
 	}
 }
 

@@ -202,6 +202,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := rev.Request
 	fillRequest(d, req)
+	req.ClusterLabels = id.ClusterLabels
 
 	ctx, cancel := context.WithTimeout(spanCtx, h.evalBudget(r))
 	defer cancel()
