@@ -36,8 +36,14 @@ type Config struct {
 	StateDir        string
 	DatabaseURL     string
 	ShutdownTimeout time.Duration
-	LogLevel        string
-	MaxHeaderBytes  int
+	// ShutdownDelay is how long SIGTERM keeps serving while /readyz says
+	// not ready, before the listeners close (drain.go).
+	ShutdownDelay time.Duration
+	// MemoryHeadroom is the percent of GOMEMLIMIT kept free of the heap
+	// (memory.go).
+	MemoryHeadroom int
+	LogLevel       string
+	MaxHeaderBytes int
 
 	// Policy snapshot cache (internal/policystore): bounds in tenants and
 	// approximate heap bytes, and the resync period that heals lost
@@ -88,6 +94,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.StateDir, "state-dir", ".portcullis", "directory for local state (development certificates, spill files)")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (required)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long SIGTERM keeps serving, reporting not ready on /readyz, before it closes the listeners (endpoints and load balancers stop sending meanwhile)")
+	fs.IntVar(&c.MemoryHeadroom, "memory-headroom", 0, "percent of GOMEMLIMIT (e.g. the container's memory limit) kept free of the Go heap: the soft limit is lowered by it")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block accepted")
 	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", 8<<20, "largest AdmissionReview body accepted (larger ones get 413)")
@@ -95,7 +103,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP collector URL for traces, e.g. http://otel-collector:4318 (empty: tracing off)")
 	fs.StringVar(&c.Instance, "instance", defaultInstance(), "name of this replica in decisions and logs (default: the host name)")
 	fs.IntVar(&c.PolicyCacheTenants, "policy-cache-tenants", 10_000, "most tenants whose compiled policies are kept in memory (least recently used are evicted)")
-	fs.Int64Var(&c.PolicyCacheBytes, "policy-cache-bytes", 4<<30, "approximate heap bound of the compiled policy cache, in bytes")
+	fs.Int64Var(&c.PolicyCacheBytes, "policy-cache-bytes", 0, "approximate heap bound of the compiled policy cache, in bytes (0: 40% of GOMEMLIMIT when one is set, else 4 GiB)")
 	fs.StringVar(&c.PublicWebhookURL, "public-webhook-url", "", "https URL at which apiservers reach the webhook listener, for generated cluster artifacts (default: the listener's own address)")
 	fs.StringVar(&c.WebhookCABundle, "webhook-ca-bundle", "", "PEM file that verifies the webhook's serving certificate, for generated cluster artifacts (default: the development CA, else --tls-cert)")
 	fs.DurationVar(&c.PolicyResync, "policy-resync", 10*time.Second, "how often cached policy versions are checked against the database (at most 30s)")
@@ -150,6 +158,12 @@ func (c Config) Validate() error {
 		return errors.New("--database-url must be a postgres:// URL")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
+	case c.ShutdownDelay < 0:
+		return errors.New("--shutdown-delay must not be negative")
+	case c.MemoryHeadroom < 0 || c.MemoryHeadroom > 90:
+		return errors.New("--memory-headroom must be a percent between 0 and 90")
+	case c.PolicyCacheBytes < 0:
+		return errors.New("--policy-cache-bytes must not be negative")
 	case c.StateDir == "":
 		return errors.New("--state-dir must not be empty")
 	case c.MaxRequestBytes < 1024:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +34,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version") {
+		printVersion(os.Stdout)
+		return
+	}
 	cfg, err := ParseConfig(os.Args[1:], os.Getenv)
 	var usage usageError
 	if errors.As(err, &usage) {
@@ -54,6 +59,10 @@ func main() {
 		os.Exit(1)
 	}
 	<-ctx.Done()
+	stop() // a second signal now ends the drain (and then the process)
+	again, stopAgain := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stopAgain()
+	m.Drain(again, cfg.ShutdownDelay)
 	m.Logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	if err := m.Close(); err != nil {
 		m.Logger.Error("shutdown incomplete", "error", err)
@@ -110,7 +119,9 @@ type Main struct {
 	webhookLn, adminLn, metricsLn    net.Listener
 	webhookSrv, adminSrv, metricsSrv *http.Server
 	dbReached                        atomic.Bool
+	draining                         atomic.Bool // set by Drain: /readyz fails
 	gc                               *gctune.Tuner
+	cacheBytes                       int64 // the policy cache's bound (memory.go)
 	cancel                           context.CancelFunc
 	wg                               sync.WaitGroup
 }
@@ -136,7 +147,7 @@ func (m *Main) Run(ctx context.Context) error {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(m.Config.LogLevel))
 	m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
-	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfoCollector())
 	if m.Tracing == nil {
 		tr, err := telemetry.New(telemetry.Config{Endpoint: m.Config.OTLPEndpoint, ServiceName: "portcullis-gateway", Instance: m.Config.Instance})
 		if err != nil {
@@ -148,6 +159,11 @@ func (m *Main) Run(ctx context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	m.gc = gctune.Start(uint64(m.Config.GCMinHeap))
+	memLimit := applyMemoryHeadroom(m.Config.MemoryHeadroom)
+	m.cacheBytes = policyCacheBytes(m.Config.PolicyCacheBytes, memLimit)
+	if memLimit != math.MaxInt64 {
+		m.Logger.Info("memory limit", "goMemLimit", memLimit, "policyCacheBytes", m.cacheBytes)
+	}
 
 	if err := m.setupTLS(); err != nil {
 		return err
@@ -164,6 +180,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	// Health first, so /livez answers and /readyz says why it is not
 	// ready while the database is awaited.
+	m.Health.AddReadyCheck("shutdown", m.drainCheck)
 	m.Health.AddReadyCheck("database", func(context.Context) error {
 		if !m.dbReached.Load() {
 			return errors.New("database not reached yet")

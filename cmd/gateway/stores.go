@@ -74,7 +74,7 @@ func (m *Main) setupPolicies(bg context.Context) error {
 	m.Policies = policystore.New(m.Pool)
 	var err error
 	m.PolicyCache, err = policystore.NewCache(m.Policies, policystore.CacheConfig{
-		MaxTenants: m.Config.PolicyCacheTenants, MaxBytes: m.Config.PolicyCacheBytes,
+		MaxTenants: m.Config.PolicyCacheTenants, MaxBytes: m.cacheBytes,
 		ResyncInterval: m.Config.PolicyResync, Logger: m.Logger, Registry: m.Registry})
 	if err != nil {
 		return fmt.Errorf("policy cache: %w", err)
