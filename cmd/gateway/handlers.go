@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -49,9 +50,10 @@ func (m *Main) setupAdminAPI() error {
 	case caFile == "":
 		caFile = m.Config.TLSCert
 	}
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return fmt.Errorf("webhook CA bundle: %w", err)
+	// Checked now, so a wrong path stops the start with a clear error;
+	// read again for every artifact, so a renewed CA needs no restart.
+	if _, err := readCABundle(caFile); err != nil {
+		return err
 	}
 	webhookURL := m.Config.PublicWebhookURL
 	if webhookURL == "" {
@@ -66,7 +68,7 @@ func (m *Main) setupAdminAPI() error {
 		Decisions:    m.Decisions,
 		Logger:       m.Logger,
 		WebhookURL:   webhookURL,
-		CABundle:     ca,
+		CABundle:     func() ([]byte, error) { return readCABundle(caFile) },
 		MaxBodyBytes: m.Config.MaxRequestBytes,
 		Snapshot:     m.PolicyCache.Snapshot,
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
@@ -75,4 +77,16 @@ func (m *Main) setupAdminAPI() error {
 	}
 	m.AdminMux.Handle("/api/", m.AdminAPI.Handler())
 	return nil
+}
+
+// readCABundle reads the PEM the generated artifacts carry as caBundle.
+func readCABundle(path string) ([]byte, error) {
+	ca, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("webhook CA bundle: %w", err)
+	}
+	if !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
+		return nil, fmt.Errorf("webhook CA bundle %s holds no PEM certificate", path)
+	}
+	return ca, nil
 }

@@ -40,9 +40,13 @@ func (s *Server) artifacts(tenant, webhookURL string) (apiv1.Artifacts, error) {
 	if err != nil {
 		return apiv1.Artifacts{}, err
 	}
+	ca, err := s.CABundle()
+	if err != nil {
+		return apiv1.Artifacts{}, fault.Wrap(err, fault.Unavailable, "the webhook's CA bundle cannot be read on this replica; its operator must fix --webhook-ca-bundle")
+	}
 	// The validating and the mutating configuration, one YAML stream.
 	hooks, err := artifacts.Webhooks(artifacts.WebhookOptions{
-		GatewayURL: webhookURL, Tenant: tenant, CABundle: s.CABundle})
+		GatewayURL: webhookURL, Tenant: tenant, CABundle: ca})
 	if err != nil {
 		return apiv1.Artifacts{}, fmt.Errorf("webhook configuration: %w", err)
 	}

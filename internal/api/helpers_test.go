@@ -22,6 +22,8 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
+const testCABundle = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // env is an API server on a fresh database with two tenants, a and b, and
@@ -53,7 +55,7 @@ func newEnv(t *testing.T) *env {
 		Decisions:  decisions.NewStore(pool),
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		WebhookURL: "https://gateway.example:8443",
-		CABundle:   []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
+		CABundle:   func() ([]byte, error) { return []byte(testCABundle), nil },
 	}}
 	e.s.Snapshot, e.s.Namespaces = storeSnapshots(e.s.Policies), storeNamespaces(e.s.Inventory)
 	e.srv = httptest.NewServer(e.s.Handler())

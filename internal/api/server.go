@@ -33,9 +33,12 @@ type Server struct {
 	Decisions *decisions.Store
 	Logger    *slog.Logger
 	// WebhookURL is the gateway's webhook listener as clusters reach it by
-	// default, for generated artifacts; CABundle is the PEM that verifies it.
+	// default, for generated artifacts; CABundle returns the PEM that
+	// verifies it. A func, read whenever artifacts are made: a CA that
+	// changes on disk (a renewed cert-manager CA) is in the next artifacts
+	// without a restart.
 	WebhookURL string
-	CABundle   []byte
+	CABundle   func() ([]byte, error)
 	// MaxBodyBytes bounds request bodies; 8 MiB when zero.
 	MaxBodyBytes int64
 	// Snapshot and Namespaces are the webhook's own sources of a tenant's

@@ -257,7 +257,7 @@ func TestCredentialRoutes(t *testing.T) {
 		t.Errorf("admission configuration:\n%s", art.AdmissionConfiguration)
 	}
 	if !strings.Contains(art.Webhooks, "url: https://gateway.example:8443/t/a/validate") ||
-		!strings.Contains(art.Webhooks, "caBundle: "+base64.StdEncoding.EncodeToString(e.s.CABundle)) {
+		!strings.Contains(art.Webhooks, "caBundle: "+base64.StdEncoding.EncodeToString([]byte(testCABundle))) {
 		t.Errorf("webhooks:\n%s", art.Webhooks)
 	}
 
