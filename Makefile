@@ -1,7 +1,7 @@
 # Portcullis. `make run` starts everything; `make test` runs every test.
 SHELL := /usr/bin/env bash
 GO    ?= go
-TEST_MODULES := test/differential
+TEST_MODULES := test/differential test/chart
 # test/load is a benchmark (make bench); it is linted but not run by make test.
 LINT_MODULES := $(TEST_MODULES) test/load
 
@@ -20,7 +20,7 @@ build:
 RACE_PKGS := evaluator policystore inventory tenancy decisions webhook
 RACE_RE   := /internal/($(subst $(eval) ,|,$(strip $(RACE_PKGS))))(/|$$)
 
-test: lint
+test: lint bin/helm
 	@scripts/ensure-postgres.sh
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -vE '$(RACE_RE)')
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -E '$(RACE_RE)')
@@ -30,6 +30,10 @@ test: lint
 
 bin/staticcheck: tools/go.mod tools/go.sum
 	$(GO) -C tools build -o ../bin/staticcheck honnef.co/go/tools/cmd/staticcheck
+
+# helm, pinned in tools/go.mod, for the chart's tests (test/chart).
+bin/helm: tools/go.mod tools/go.sum
+	$(GO) -C tools build -o ../bin/helm helm.sh/helm/v3/cmd/helm
 
 lint: bin/staticcheck
 	@unformatted=$$(gofmt -l cmd internal migrations hack tools test 2>/dev/null); \
