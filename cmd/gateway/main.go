@@ -108,6 +108,7 @@ type Main struct {
 	AdminAPI *api.Server
 
 	webhookLn, adminLn, metricsLn    net.Listener
+	webhookGate, adminGate           *coldGate
 	webhookSrv, adminSrv, metricsSrv *http.Server
 	dbReached                        atomic.Bool
 	gc                               *gctune.Tuner
@@ -128,7 +129,9 @@ func NewMain() *Main {
 
 // Run validates the configuration, binds the listeners, waits for the
 // database (refusing a schema with pending migrations) and starts serving.
-// It returns once the gateway serves; Close stops it.
+// While it waits, the webhook and admin listeners answer every request
+// with 503 and Retry-After. It returns once the gateway serves; Close
+// stops it.
 func (m *Main) Run(ctx context.Context) error {
 	if err := m.Config.Validate(); err != nil {
 		return err
@@ -172,6 +175,9 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	m.metricsSrv = m.newServer(m.Health.Handler(m.Registry), nil)
 	m.serve(m.metricsSrv, m.metricsLn, false)
+	// The webhook and admin listeners answer 503 until everything below
+	// is wired (see coldGate).
+	m.serveHTTPS()
 
 	if err := m.openDatabase(ctx); err != nil {
 		return err
@@ -196,7 +202,8 @@ func (m *Main) Run(ctx context.Context) error {
 	m.wg.Add(1)
 	go func() { defer m.wg.Done(); _ = m.Listener.Run(bg) }()
 
-	m.serveHTTPS()
+	m.webhookGate.open()
+	m.adminGate.open()
 
 	m.Logger.Info("gateway serving",
 		"webhook", m.WebhookURL(), "admin", m.AdminURL(), "metrics", m.MetricsURL(), "ca_file", m.CAFile)
