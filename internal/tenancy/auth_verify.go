@@ -32,7 +32,10 @@ func unauthenticated(reason string) *fault.Error {
 // against the client CA. The error is a *fault.Error: 401
 // (fault.Unauthenticated) when there is no valid credential, 403
 // (fault.Forbidden) when the credential belongs to another tenant than the
-// path's, 503 (fault.Unavailable) before the first load. Its Message is the
+// path's, 503 (fault.Unavailable) before the first load or when r's context
+// ended while a basic-auth password waited for verification, 429
+// (fault.TooManyRequests) when the verifications of the credential or its
+// tenant are full (see slowGate). Its Message is the
 // same whether or not the path's tenant exists; its Reason says why, for
 // logs and metrics only (fault.Status never sends it).
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
@@ -84,7 +87,7 @@ func (a *Authenticator) identify(r *http.Request) (Identity, error) {
 		case strings.EqualFold(scheme, "Bearer"):
 			return a.token(s, cred)
 		case strings.EqualFold(scheme, "Basic"):
-			return a.basicAuth(s, cred)
+			return a.basicAuth(r.Context(), s, cred)
 		}
 		return Identity{}, unauthenticated("unsupported Authorization scheme")
 	}
