@@ -117,7 +117,7 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 	if req.typ == "" {
 		req.typ = tenancy.CredentialToken
 	}
-	if !req.typ.Valid() {
+	if !req.typ.Valid() || req.typ == tenancy.CredentialURL {
 		return req, fault.InvalidField(prefix+"type", "must be %s, %s or %s, not %q",
 			apiv1.AuthToken, apiv1.AuthCertificate, apiv1.AuthBasic, in.Type)
 	}

@@ -76,6 +76,7 @@ type snapshot struct {
 	tokens   map[[32]byte]*entry // SHA-256 of the token
 	certs    map[[32]byte]*entry // SHA-256 of the certificate's DER
 	basic    map[string]*entry   // username
+	urls     map[[32]byte]*entry // SHA-256 of the URL secret
 	byID     map[int64]*entry
 	loadedAt time.Time
 }

@@ -27,9 +27,11 @@ func unauthenticated(reason string) *fault.Error {
 // router set it (net/http ServeMux patterns; chi v5.1+ sets it too), else
 // the segment after "/t/" in r.URL.Path.
 //
-// The credential is the Authorization header when there is one (Bearer
-// token or Basic), otherwise the client certificate the TLS layer verified
-// against the client CA. The error is a *fault.Error: 401
+// The credential is the URL secret when the path has one
+// (r.PathValue("secret"), else the segment after "/k/" in
+// /t/{tenant}/k/{secret}/...), and then it decides alone; otherwise the
+// Authorization header when there is one (Bearer token or Basic), otherwise
+// the client certificate the TLS layer verified against the client CA. The error is a *fault.Error: 401
 // (fault.Unauthenticated) when there is no valid credential, 403
 // (fault.Forbidden) when the credential belongs to another tenant than the
 // path's, 503 (fault.Unavailable) before the first load or when r's context
@@ -56,6 +58,29 @@ func pathTenant(p string) string {
 	return tenant
 }
 
+// urlSecret returns the {secret} of a request routed by a pattern that has
+// one, or when r was not routed (no {tenant} either) of a path
+// /t/{tenant}/k/{secret}/..., and whether there is one.
+func urlSecret(r *http.Request) (string, bool) {
+	if s := r.PathValue("secret"); s != "" {
+		return s, true
+	}
+	if r.PathValue("tenant") != "" {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/t/")
+	if !ok {
+		return "", false
+	}
+	_, rest, _ = strings.Cut(rest, "/")
+	rest, ok = strings.CutPrefix(rest, "k/")
+	if !ok {
+		return "", false
+	}
+	secret, _, ok := strings.Cut(rest, "/")
+	return secret, ok && secret != ""
+}
+
 // AuthenticateTenant is Authenticate with the tenant's name given.
 func (a *Authenticator) AuthenticateTenant(r *http.Request, tenant string) (Identity, error) {
 	id, err := a.identify(r)
@@ -74,6 +99,14 @@ func (a *Authenticator) identify(r *http.Request) (Identity, error) {
 	s := a.snap.Load()
 	if s == nil {
 		return Identity{}, &fault.Error{Code: fault.Unavailable, Message: msgUnavailable}
+	}
+	if secret, ok := urlSecret(r); ok {
+		h := hashString(secret)
+		e := s.urls[h]
+		if e == nil {
+			return Identity{}, unauthenticated("unknown URL secret")
+		}
+		return a.accept(e, h)
 	}
 	if h := r.Header["Authorization"]; len(h) > 0 { // canonical key: no allocation
 		if len(h) > 1 {
