@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -63,10 +64,13 @@ func main() {
 
 // Main is the whole gateway process; tests run it on :0 addresses.
 type Main struct {
-	Config   Config
-	Logger   *slog.Logger
-	Registry *prometheus.Registry
-	Health   *ops.Health
+	Config Config
+	Logger *slog.Logger
+	// LogOutput receives the JSON log that Run sets up (os.Stderr when
+	// nil); tests capture it.
+	LogOutput io.Writer
+	Registry  *prometheus.Registry
+	Health    *ops.Health
 	// Tracing exports spans to --otlp-endpoint (a no-op without one); set
 	// it before Run to capture spans (tests). Close flushes it.
 	Tracing *telemetry.Tracing
@@ -138,7 +142,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(m.Config.LogLevel))
-	m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	out := m.LogOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	m.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: lvl}))
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if m.Tracing == nil {
 		tr, err := telemetry.New(telemetry.Config{Endpoint: m.Config.OTLPEndpoint, ServiceName: "portcullis-gateway", Instance: m.Config.Instance})
