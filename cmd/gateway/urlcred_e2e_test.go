@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -192,5 +195,57 @@ func TestURLCredentialAuthenticatesAndIsNeverWritten(t *testing.T) {
 	}
 	if n < 4 {
 		t.Errorf("%d decision rows, want the 4 authenticated requests and more", n)
+	}
+}
+
+// `admin cluster create --auth url` writes webhooks.yaml only, privately,
+// with URLs that the gateway authenticates; a rotated secret replaces it.
+func TestCLIClusterCreateAuthURL(t *testing.T) {
+	e := newE2E(t, pgtest.URL(t))
+	a := operatorCLI(t, e)
+	a.ok("tenant", "create", "acme")
+	out := a.ok("cluster", "create", "eks", "--tenant", "acme", "--auth", "url", "--out", "eks")
+	flat := strings.Join(strings.Fields(out), " ")
+	if !strings.Contains(flat, "credential 1 (url)") || !strings.Contains(flat, "needs no AdmissionConfiguration and no kubeconfig") {
+		t.Fatalf("cluster create --auth url:\n%s", out)
+	}
+	for _, name := range []string{"kubeconfig.yaml", "admission-configuration.yaml"} {
+		if _, err := os.Stat(filepath.Join("eks", name)); !os.IsNotExist(err) {
+			t.Errorf("eks/%s written for a url credential (%v)", name, err)
+		}
+	}
+	st, err := os.Stat(filepath.Join("eks", "webhooks.yaml"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("eks/webhooks.yaml: %v %v, want mode 0600", st, err)
+	}
+	hookURL := func(dir string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "webhooks.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`url: (https://\S+/t/acme/k/pcuk_[a-z2-7]{52}/validate)\n`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no validate URL with a secret in %s/webhooks.yaml:\n%s", dir, b)
+		}
+		return strings.TrimPrefix(string(m[1]), e.m.WebhookURL())
+	}
+	first := hookURL("eks")
+	accepted := func(path string) int {
+		code, _ := e.post(e.client, path, "", "application/json", podReview("admission.k8s.io/v1", "p", "default", goodPod, false))
+		return code
+	}
+	testutil.Eventually(t, 5*time.Second, "the webhook URL to authenticate", func() bool { return accepted(first) == 200 })
+
+	out = a.ok("credential", "rotate", "1", "--tenant", "acme", "--cluster", "eks", "--grace", "0s", "--out", "eks-2")
+	if !strings.Contains(out, "url secret: pcuk_") {
+		t.Fatalf("credential rotate of a url credential:\n%s", out)
+	}
+	second := hookURL("eks-2")
+	testutil.Eventually(t, 5*time.Second, "the rotated URLs to swap", func() bool {
+		return accepted(second) == 200 && accepted(first) == 401
+	})
+	if out := a.ok("credential", "list", "--tenant", "acme", "--cluster", "eks"); strings.Contains(out, "pcuk_") {
+		t.Fatalf("credential list shows a URL secret:\n%s", out)
 	}
 }

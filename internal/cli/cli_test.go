@@ -54,7 +54,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{"tenant create two names", with("tenant", "create", "a", "b"), 2, `unexpected argument "b"`},
 		{"cluster create without tenant", with("cluster", "create", "c", "--out", "d"), 2, "--tenant is required"},
 		{"cluster create without out", with("cluster", "create", "c", "--tenant", "t"), 2, "--out is required"},
-		{"cluster create bad auth", with("cluster", "create", "c", "--tenant", "t", "--out", "d", "--auth", "oidc"), 2, `--auth "oidc": use token, cert or basic`},
+		{"cluster create bad auth", with("cluster", "create", "c", "--tenant", "t", "--out", "d", "--auth", "oidc"), 2, `--auth "oidc": use token, cert, basic or url`},
 		{"cluster create bad labels", with("cluster", "create", "c", "--tenant", "t", "--out", "d", "--labels", "env"), 2, `--labels "env": want k=v,k=v`},
 		{"credential list without cluster", with("credential", "list", "--tenant", "t"), 2, "--cluster is required"},
 		{"credential create bad expiry", with("credential", "create", "--tenant", "t", "--cluster", "c", "--expires", "a month"), 2, `--expires "a month"`},
