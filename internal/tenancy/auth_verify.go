@@ -31,7 +31,9 @@ func unauthenticated(reason string) *fault.Error {
 // (r.PathValue("secret"), else the segment after "/k/" in
 // /t/{tenant}/k/{secret}/...), and then it decides alone; otherwise the
 // Authorization header when there is one (Bearer token or Basic), otherwise
-// the client certificate the TLS layer verified against the client CA. The error is a *fault.Error: 401
+// the client certificate the TLS layer verified against the client CA.
+//
+// The error is a *fault.Error: 401
 // (fault.Unauthenticated) when there is no valid credential, 403
 // (fault.Forbidden) when the credential belongs to another tenant than the
 // path's, 503 (fault.Unavailable) before the first load or when r's context
