@@ -3,7 +3,7 @@
 //
 // Numbering: 00001 foundation, 00002 tenancy, 00003 policy store,
 // 00004 decisions, 00005 admin API, 00006 cluster CRDs, 00007 decision
-// mutations; later files take the next free number.
+// mutations, 00008 URL credentials; later files take the next free number.
 package migrations
 
 import "embed"

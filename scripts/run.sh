@@ -117,6 +117,23 @@ build_demo() {
   bin/demo send --url "$WEBHOOK_URL/t/demo/mutate" --ca "$CA" --dir "$DEMO"
   bin/demo send --url "$WEBHOOK_URL/t/demo/validate" --ca "$CA" --dir "$DEMO"
 
+  # A managed control plane (EKS, GKE, AKS) cannot load an
+  # AdmissionConfiguration: such a cluster authenticates by a secret in its
+  # webhook URLs, which webhooks.yaml carries (so it is written 0600).
+  if ! grep -q '"name": *"managed-demo"' <<<"$clusters"; then
+    say "admin cluster create managed-demo --tenant demo --auth url --out $DEMO/managed"
+    bin/admin cluster create managed-demo --tenant demo --auth url --out "$DEMO/managed"
+    bin/admin namespaces import --tenant demo --cluster managed-demo -f "$DEMO/namespaces.yaml"
+  fi
+  if [ -s "$DEMO/managed/webhooks.yaml" ]; then
+    say "sending allowed-pod.json to managed-demo's validate URL, with no other credential"
+    curl -fsS --cacert "$CA" -H "Content-Type: application/json" --data @"$DEMO/allowed-pod.json" \
+      "$(sed -n 's/^ *url: \(.*\/validate\)$/\1/p' "$DEMO/managed/webhooks.yaml")?timeout=10s"
+    echo
+  else
+    say "cluster managed-demo exists but $DEMO/managed/webhooks.yaml does not: rotate its credential with --out $DEMO/managed"
+  fi
+
   # The gateway stores decisions in batches, within a fraction of a second.
   say "admin decisions --tenant demo --since $since"
   for _ in $(seq 1 20); do
@@ -145,8 +162,10 @@ Portcullis is running.
   operator token (kept in $TOKEN_FILE):
             $TOKEN
 
-Demo: tenant "demo" with cluster "kind-demo" (its apiserver files are in $DEMO),
-the 10 baseline policies from samples/baseline, and two sample reviews.
+Demo: tenant "demo" with cluster "kind-demo" (its apiserver files are in $DEMO)
+and cluster "managed-demo" (a managed control plane: its webhooks.yaml, whose
+URLs carry its secret, is in $DEMO/managed), the 10 baseline policies from
+samples/baseline, and two sample reviews.
 Each answer is stored in the decisions table (see docs/decisions.md) and,
 under --decision-log, also logged as an "admission decision" line.
 
@@ -167,6 +186,9 @@ Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
 The webhook, as an apiserver calls it (allowed-pod.json or denied-pod.json):
   curl --cacert $CA -H "Authorization: Bearer \$(sed -n 's/^ *token: //p' $DEMO/kubeconfig.yaml)" \\
        -H "Content-Type: application/json" --data @$DEMO/denied-pod.json "$WEBHOOK_URL/t/demo/validate?timeout=10s"
+and as a managed control plane calls it, authenticated by the URL alone:
+  curl --cacert $CA -H "Content-Type: application/json" --data @$DEMO/denied-pod.json \\
+       "\$(sed -n 's/^ *url: \\(.*\\/validate\\)\$/\\1/p' $DEMO/managed/webhooks.yaml)?timeout=10s"
 
 Ctrl-C stops the gateway. The local PostgreSQL keeps running; \`make db-stop\` stops it.
 EOT

@@ -13,7 +13,8 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/webhook"
 )
 
-// setupWebhook routes the validate and mutate endpoints. Any method reaches
+// setupWebhook routes the validate and mutate endpoints, with and without
+// a URL secret in the path (/t/{tenant}/k/{secret}/validate). Any method reaches
 // the handler, which answers 405 with a JSON Status for anything but POST.
 // The two share one handler configuration, metrics and recorder; they
 // differ in what they evaluate.
@@ -35,10 +36,15 @@ func (m *Main) setupWebhook() {
 		Instance:         m.Config.Instance,
 		MaxRequestBytes:  m.Config.MaxRequestBytes,
 	}
-	m.WebhookMux.Handle("/t/{tenant}/validate", h)
 	mh := *h
 	mh.Mutating, mh.Endpoint = true, "mutate"
-	m.WebhookMux.Handle("/t/{tenant}/mutate", &mh)
+	// The second pattern of each carries a url credential's secret; the
+	// span's http.route is the pattern, never the path, so the secret
+	// reaches no trace, and nothing logs or labels the path.
+	for _, p := range []string{"/t/{tenant}/", "/t/{tenant}/k/{secret}/"} {
+		m.WebhookMux.Handle(p+"validate", h)
+		m.WebhookMux.Handle(p+"mutate", &mh)
+	}
 }
 
 // setupAdminAPI routes /api/v1 on the admin listener.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -72,10 +73,13 @@ func main() {
 
 // Main is the whole gateway process; tests run it on :0 addresses.
 type Main struct {
-	Config   Config
-	Logger   *slog.Logger
-	Registry *prometheus.Registry
-	Health   *ops.Health
+	Config Config
+	Logger *slog.Logger
+	// LogOutput receives the JSON log that Run sets up (os.Stderr when
+	// nil); tests capture it.
+	LogOutput io.Writer
+	Registry  *prometheus.Registry
+	Health    *ops.Health
 	// Tracing exports spans to --otlp-endpoint (a no-op without one); set
 	// it before Run to capture spans (tests). Close flushes it.
 	Tracing *telemetry.Tracing
@@ -117,6 +121,7 @@ type Main struct {
 	AdminAPI *api.Server
 
 	webhookLn, adminLn, metricsLn    net.Listener
+	webhookGate, adminGate           *coldGate
 	webhookSrv, adminSrv, metricsSrv *http.Server
 	dbReached                        atomic.Bool
 	draining                         atomic.Bool // set by Drain: /readyz fails
@@ -139,14 +144,20 @@ func NewMain() *Main {
 
 // Run validates the configuration, binds the listeners, waits for the
 // database (refusing a schema with pending migrations) and starts serving.
-// It returns once the gateway serves; Close stops it.
+// While it waits, the webhook and admin listeners answer every request
+// with 503 and Retry-After. It returns once the gateway serves; Close
+// stops it.
 func (m *Main) Run(ctx context.Context) error {
 	if err := m.Config.Validate(); err != nil {
 		return err
 	}
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(m.Config.LogLevel))
-	m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	out := m.LogOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	m.Logger = slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: lvl}))
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfoCollector())
 	if m.Tracing == nil {
 		tr, err := telemetry.New(telemetry.Config{Endpoint: m.Config.OTLPEndpoint, ServiceName: "portcullis-gateway", Instance: m.Config.Instance})
@@ -189,6 +200,9 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	m.metricsSrv = m.newServer(m.Health.Handler(m.Registry), nil)
 	m.serve(m.metricsSrv, m.metricsLn, false)
+	// The webhook and admin listeners answer 503 until everything below
+	// is wired (see coldGate).
+	m.serveHTTPS()
 
 	if err := m.openDatabase(ctx); err != nil {
 		return err
@@ -213,7 +227,8 @@ func (m *Main) Run(ctx context.Context) error {
 	m.wg.Add(1)
 	go func() { defer m.wg.Done(); _ = m.Listener.Run(bg) }()
 
-	m.serveHTTPS()
+	m.webhookGate.open()
+	m.adminGate.open()
 
 	m.Logger.Info("gateway serving",
 		"webhook", m.WebhookURL(), "admin", m.AdminURL(), "metrics", m.MetricsURL(), "ca_file", m.CAFile)

@@ -63,8 +63,9 @@ func (m *Main) serve(srv *http.Server, ln net.Listener, useTLS bool) {
 	}()
 }
 
-// serveHTTPS starts the webhook and admin servers. Both take their
-// certificate from m.TLS, so a renewed one is served without a restart.
+// serveHTTPS starts the webhook and admin servers, closed by their gates
+// until Run opens them. Both take their certificate from m.TLS, so a
+// renewed one is served without a restart.
 func (m *Main) serveHTTPS() {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.TLS.GetCertificate}
 	webhookTLS := tlsCfg.Clone()
@@ -73,8 +74,10 @@ func (m *Main) serveHTTPS() {
 		// basic auth are valid too, so none is required.
 		m.ClientCA.ConfigureTLS(webhookTLS)
 	}
-	m.webhookSrv = m.newServer(m.WebhookMux, webhookTLS)
-	m.adminSrv = m.newServer(m.AdminMux, tlsCfg.Clone())
+	m.webhookGate = &coldGate{next: m.WebhookMux, message: coldWebhookMessage}
+	m.adminGate = &coldGate{next: m.AdminMux, message: coldAdminMessage}
+	m.webhookSrv = m.newServer(m.webhookGate, webhookTLS)
+	m.adminSrv = m.newServer(m.adminGate, tlsCfg.Clone())
 	m.serve(m.webhookSrv, m.webhookLn, true)
 	m.serve(m.adminSrv, m.adminLn, true)
 }

@@ -2,9 +2,11 @@ package api
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/fault"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
 	"github.com/portcullis-dev/portcullis/internal/tenancy/artifacts"
 )
 
@@ -40,9 +42,9 @@ func (s *Server) artifacts(tenant, webhookURL string) (apiv1.Artifacts, error) {
 	if err != nil {
 		return apiv1.Artifacts{}, err
 	}
-	ca, err := s.CABundle()
+	ca, err := s.caBundle()
 	if err != nil {
-		return apiv1.Artifacts{}, fault.Wrap(err, fault.Unavailable, "the webhook's CA bundle cannot be read on this replica; its operator must fix --webhook-ca-bundle")
+		return apiv1.Artifacts{}, err
 	}
 	// The validating and the mutating configuration, one YAML stream.
 	hooks, err := artifacts.Webhooks(artifacts.WebhookOptions{
@@ -51,6 +53,39 @@ func (s *Server) artifacts(tenant, webhookURL string) (apiv1.Artifacts, error) {
 		return apiv1.Artifacts{}, fmt.Errorf("webhook configuration: %w", err)
 	}
 	return apiv1.Artifacts{AdmissionConfiguration: string(ac), Webhooks: string(hooks)}, nil
+}
+
+// artifactsFor renders what a cluster installs with a new credential of
+// typ. A url credential needs no AdmissionConfiguration nor kubeconfig, and
+// its webhooks hold its secret, which is not issued yet: they are rendered
+// here with a placeholder of the secret's shape, so that rendering them
+// with the secret (issued) cannot fail once the secret exists.
+func (s *Server) artifactsFor(tenant, webhookURL string, typ tenancy.CredentialType) (apiv1.Artifacts, error) {
+	if typ != tenancy.CredentialURL {
+		return s.artifacts(tenant, webhookURL)
+	}
+	hooks, err := s.urlWebhooks(tenant, webhookURL, urlSecretPlaceholder)
+	if err != nil {
+		return apiv1.Artifacts{}, err
+	}
+	return apiv1.Artifacts{Webhooks: string(hooks), WebhooksHoldSecret: true}, nil
+}
+
+// urlSecretPlaceholder has the shape of a URL secret.
+var urlSecretPlaceholder = tenancy.URLSecretPrefix + strings.Repeat("a", 52)
+
+// urlWebhooks renders the webhooks of a url credential with its secret.
+func (s *Server) urlWebhooks(tenant, webhookURL, secret string) ([]byte, error) {
+	ca, err := s.caBundle()
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := artifacts.Webhooks(artifacts.WebhookOptions{
+		GatewayURL: webhookURL, Tenant: tenant, CABundle: ca, URLSecret: secret})
+	if err != nil {
+		return nil, fmt.Errorf("webhook configuration: %w", err)
+	}
+	return hooks, nil
 }
 
 // webhookURL checks the webhook URL a caller gave, or picks the server's.
@@ -65,4 +100,13 @@ func (s *Server) webhookURL(field, u string) (string, error) {
 		return "", fault.InvalidField(field, "%v", err)
 	}
 	return u, nil
+}
+
+// caBundle reads the webhook's CA bundle for one set of artifacts.
+func (s *Server) caBundle() ([]byte, error) {
+	ca, err := s.CABundle()
+	if err != nil {
+		return nil, fault.Wrap(err, fault.Unavailable, "the webhook's CA bundle cannot be read on this replica; its operator must fix --webhook-ca-bundle")
+	}
+	return ca, nil
 }

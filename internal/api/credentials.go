@@ -118,8 +118,8 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 		req.typ = tenancy.CredentialToken
 	}
 	if !req.typ.Valid() {
-		return req, fault.InvalidField(prefix+"type", "must be %s, %s or %s, not %q",
-			apiv1.AuthToken, apiv1.AuthCertificate, apiv1.AuthBasic, in.Type)
+		return req, fault.InvalidField(prefix+"type", "must be %s, %s, %s or %s, not %q",
+			apiv1.AuthToken, apiv1.AuthCertificate, apiv1.AuthBasic, apiv1.AuthURL, in.Type)
 	}
 	if req.typ == tenancy.CredentialCertificate && !s.Tenancy.IssuesCertificates() {
 		return req, fault.InvalidField(prefix+"type", "this gateway has no client CA, so it cannot issue certificates")
@@ -144,7 +144,7 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 	if req.webhookURL, err = s.webhookURL(prefix+"webhookURL", in.WebhookURL); err != nil {
 		return req, err
 	}
-	req.artifacts, err = s.artifacts(tenant, req.webhookURL)
+	req.artifacts, err = s.artifactsFor(tenant, req.webhookURL, req.typ)
 	return req, err
 }
 
@@ -159,6 +159,8 @@ func (s *Server) issue(c *call, cl tenancy.Cluster, req credentialRequest) (apiv
 		in, err = s.Tenancy.CreateToken(c.ctx(), c.tenant.ID, cl.ID, req.opts)
 	case req.typ == tenancy.CredentialBasic:
 		in, err = s.Tenancy.CreateBasic(c.ctx(), c.tenant.ID, cl.ID, req.opts)
+	case req.typ == tenancy.CredentialURL:
+		in, err = s.Tenancy.CreateURL(c.ctx(), c.tenant.ID, cl.ID, req.opts)
 	case req.csr != nil:
 		in, err = s.Tenancy.SignCSR(c.ctx(), c.tenant.ID, cl.ID, req.csr, req.opts)
 	default:
@@ -170,17 +172,27 @@ func (s *Server) issue(c *call, cl tenancy.Cluster, req credentialRequest) (apiv
 	if err != nil {
 		return apiv1.CredentialIssued{}, err
 	}
-	return issued(in, req.artifacts, req.webhookURL), nil
+	return s.issued(c.tenant.Name, in, req.artifacts, req.webhookURL), nil
 }
 
 // issued is the answer for a new credential: the secret and the artifacts
-// a, completed with the kubeconfig. webhookURL has been checked, so the
-// kubeconfig cannot fail to render.
-func issued(in tenancy.Issued, a apiv1.Artifacts, webhookURL string) apiv1.CredentialIssued {
+// a, completed with the kubeconfig, or for a url credential with the
+// webhooks that carry its secret. webhookURL has been checked and a
+// rendered with it, so nothing can fail to render.
+func (s *Server) issued(tenant string, in tenancy.Issued, a apiv1.Artifacts, webhookURL string) apiv1.CredentialIssued {
 	out := apiv1.CredentialIssued{
 		Credential: toCredential(in.Credential, time.Now()),
 		Token:      in.Token, Username: in.Username, Password: in.Password,
 		CertificatePEM: string(in.CertificatePEM), KeyPEM: string(in.KeyPEM),
+		URLSecret: in.URLSecret,
+	}
+	if in.Type == tenancy.CredentialURL {
+		// The error is impossible: a was rendered with a placeholder of
+		// the secret's shape.
+		hooks, _ := s.urlWebhooks(tenant, webhookURL, in.URLSecret)
+		a.Webhooks = string(hooks)
+		out.Artifacts = a
+		return out
 	}
 	creds := artifacts.Credentials{Token: in.Token}
 	if in.Password != "" {
@@ -268,7 +280,7 @@ func (s *Server) rotateCredential(c *call) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.artifacts(c.tenant.Name, u)
+	a, err := s.artifactsFor(c.tenant.Name, u, old.Type)
 	if err != nil {
 		return err
 	}
@@ -283,7 +295,7 @@ func (s *Server) rotateCredential(c *call) error {
 	if err != nil {
 		return err
 	}
-	out := issued(in2, a, u)
+	out := s.issued(c.tenant.Name, in2, a, u)
 	e := credentialEntry(actionRotate, cl.Name, out.Credential)
 	e.Detail["replaces"] = old.ID
 	e.Detail["grace"] = grace.String()

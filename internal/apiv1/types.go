@@ -86,6 +86,9 @@ const (
 	AuthToken       = "token"
 	AuthCertificate = "certificate"
 	AuthBasic       = "basic"
+	// AuthURL is a secret in the webhook URL's path, for managed control
+	// planes that cannot load an AdmissionConfiguration.
+	AuthURL = "url"
 )
 
 // Credential describes one credential of a cluster; it never holds a secret.
@@ -105,7 +108,7 @@ type Credential struct {
 
 // CredentialCreate is POST .../clusters/{cluster}/credentials.
 type CredentialCreate struct {
-	// Type is token (the default), certificate or basic.
+	// Type is token (the default), certificate, basic or url.
 	Type        string `json:"type,omitempty"`
 	Description string `json:"description,omitempty"`
 	// ExpiresIn is a Go duration ("720h"); empty means no expiry.
@@ -128,7 +131,10 @@ type CredentialIssued struct {
 	Password       string     `json:"password,omitempty"`
 	CertificatePEM string     `json:"certificatePEM,omitempty"`
 	KeyPEM         string     `json:"keyPEM,omitempty"`
-	// Artifacts carry the secret too (in the kubeconfig).
+	// URLSecret is the path segment of a url credential's webhook URLs.
+	URLSecret string `json:"urlSecret,omitempty"`
+	// Artifacts carry the secret too (in the kubeconfig, or for a url
+	// credential in the webhooks' URLs).
 	Artifacts Artifacts `json:"artifacts"`
 }
 
@@ -158,6 +164,9 @@ type Artifacts struct {
 	AdmissionConfiguration string `json:"admissionConfiguration"`
 	// Webhooks is the ValidatingWebhookConfiguration to apply to the cluster.
 	Webhooks string `json:"webhooks"`
+	// WebhooksHoldSecret says that Webhooks carries a url credential's
+	// secret in its URLs: keep it as secret as a kubeconfig.
+	WebhooksHoldSecret bool `json:"webhooksHoldSecret,omitempty"`
 }
 
 // KubeconfigPath is where the generated AdmissionConfiguration expects the

@@ -77,7 +77,7 @@ func writeArtifacts(dir string, a apiv1.Artifacts) ([]string, error) {
 	}{
 		{artifactFiles[0], a.Kubeconfig, 0o600},
 		{artifactFiles[1], a.AdmissionConfiguration, 0o644},
-		{artifactFiles[2], a.Webhooks, 0o644},
+		{artifactFiles[2], a.Webhooks, webhooksMode(a)},
 	} {
 		if f.content == "" {
 			continue
@@ -93,6 +93,14 @@ func writeArtifacts(dir string, a apiv1.Artifacts) ([]string, error) {
 		written = append(written, p)
 	}
 	return written, nil
+}
+
+// webhooksMode is 0600 when webhooks.yaml holds a url credential's secret.
+func webhooksMode(a apiv1.Artifacts) os.FileMode {
+	if a.WebhooksHoldSecret {
+		return 0o600
+	}
+	return 0o644
 }
 
 // kubeconfigPath is the path the AdmissionConfiguration tells apiservers to
@@ -113,6 +121,30 @@ func kubeconfigPath(admissionConfiguration string) string {
 		}
 	}
 	return ""
+}
+
+// wiringFor is the wiring paragraph for the artifacts of a credential:
+// urlWiring when its webhooks carry a URL secret, else wiring.
+func wiringFor(tenant, cluster, dir string, a apiv1.Artifacts) string {
+	if a.WebhooksHoldSecret {
+		return urlWiring(tenant, cluster, dir)
+	}
+	return wiring(tenant, cluster, dir, a)
+}
+
+// urlWiring is the wiring paragraph of a url credential: a managed control
+// plane needs no file on its nodes, only the webhook configurations.
+func urlWiring(tenant, cluster, dir string) string {
+	return fmt.Sprintf("To wire the cluster in: first upload its namespaces with "+
+		"`kubectl get namespaces -o yaml | admin namespaces import --tenant %s --cluster %s -f -`, "+
+		"because bindings that select namespaces by label cannot be decided for namespaces the gateway has not seen, "+
+		"and its custom resource definitions with `kubectl get crd -o yaml | admin crds import --tenant %s --cluster %s -f -`; "+
+		"then run `kubectl apply -f %s` (a validating and a mutating webhook configuration). "+
+		"This cluster authenticates by the secret in those webhooks' URLs, so it needs no AdmissionConfiguration "+
+		"and no kubeconfig on the control plane, which is what a managed control plane (EKS, GKE, AKS) allows; "+
+		"but anyone who can read the cluster's webhook configurations can read the secret: keep %s private "+
+		"and let only cluster admins read validatingwebhookconfigurations and mutatingwebhookconfigurations.",
+		tenant, cluster, tenant, cluster, filepath.Join(dir, "webhooks.yaml"), filepath.Join(dir, "webhooks.yaml"))
 }
 
 // wiring is the one paragraph on how to connect a cluster. The inventory

@@ -88,3 +88,51 @@ func TestSecretPrintedWhenWritingFails(t *testing.T) {
 		t.Fatalf("the secret is not on stdout: %q", out.String())
 	}
 }
+
+// A url credential's paragraph says that no file goes on the control plane,
+// and why the webhooks file must stay private.
+func TestURLWiringParagraph(t *testing.T) {
+	a := apiv1.Artifacts{Webhooks: "kind: ValidatingWebhookConfiguration\n", WebhooksHoldSecret: true}
+	p := wrap(wiringFor("acme", "eks", "out", a), 78)
+	flat := strings.Join(strings.Fields(p), " ")
+	for _, want := range []string{
+		"admin namespaces import --tenant acme --cluster eks -f -",
+		"kubectl apply -f out/webhooks.yaml",
+		"needs no AdmissionConfiguration and no kubeconfig",
+		"anyone who can read the cluster's webhook configurations can read the secret",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the paragraph does not say %q:\n%s", want, p)
+		}
+	}
+	if strings.Contains(flat, "--admission-control-config-file") || strings.Contains(flat, "kubeconfig.yaml") {
+		t.Errorf("a url credential's paragraph asks for files on the control plane:\n%s", p)
+	}
+}
+
+// webhooks.yaml that carries a URL secret is written as privately as a
+// kubeconfig.
+func TestWebhooksWithASecretArePrivate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		secret bool
+		mode   os.FileMode
+	}{
+		{"no secret", false, 0o644},
+		{"URL secret", true, 0o600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := writeArtifacts(dir, apiv1.Artifacts{Webhooks: "x", WebhooksHoldSecret: tc.secret}); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(filepath.Join(dir, "webhooks.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != tc.mode {
+				t.Fatalf("webhooks.yaml mode %v, want %v", st.Mode().Perm(), tc.mode)
+			}
+		})
+	}
+}

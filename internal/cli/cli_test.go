@@ -54,7 +54,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{"tenant create two names", with("tenant", "create", "a", "b"), 2, `unexpected argument "b"`},
 		{"cluster create without tenant", with("cluster", "create", "c", "--out", "d"), 2, "--tenant is required"},
 		{"cluster create without out", with("cluster", "create", "c", "--tenant", "t"), 2, "--out is required"},
-		{"cluster create bad auth", with("cluster", "create", "c", "--tenant", "t", "--out", "d", "--auth", "oidc"), 2, `--auth "oidc": use token, cert or basic`},
+		{"cluster create bad auth", with("cluster", "create", "c", "--tenant", "t", "--out", "d", "--auth", "oidc"), 2, `--auth "oidc": use token, cert, basic or url`},
 		{"cluster create bad labels", with("cluster", "create", "c", "--tenant", "t", "--out", "d", "--labels", "env"), 2, `--labels "env": want k=v,k=v`},
 		{"cluster label without changes", with("cluster", "label", "c", "--tenant", "t"), 2, "missing NAME and k=v or k- changes"},
 		{"cluster label bad change", with("cluster", "label", "c", "--tenant", "t", "env"), 2, `"env": want KEY=VALUE to set a label or KEY- to remove it`},

@@ -19,18 +19,20 @@ func authType(s string) (string, error) {
 		return apiv1.AuthCertificate, nil
 	case "basic":
 		return apiv1.AuthBasic, nil
+	case "url":
+		return apiv1.AuthURL, nil
 	}
-	return "", usageErr("--auth %q: use token, cert or basic", s)
+	return "", usageErr("--auth %q: use token, cert, basic or url", s)
 }
 
 func cmdClusterCreate(e *env, args []string) error {
 	f := e.newFlags("cluster create")
 	c := f.conn(true)
 	tenant := tenantFlag(f)
-	auth := f.String("auth", "token", "how the cluster's apiservers authenticate to the gateway: token, cert or basic")
+	auth := f.String("auth", "token", "how the cluster's apiservers authenticate to the gateway: token, cert, basic, or url for a managed control plane (EKS, GKE, AKS) that cannot load an AdmissionConfiguration")
 	webhookURL := f.String("webhook-url", "", "the gateway's webhook address as the apiservers reach it, https://host:port (default: the server's)")
 	labelFlag := f.String("labels", "", "cluster labels, k=v,k=v")
-	out := f.String("out", "", "directory for kubeconfig.yaml, admission-configuration.yaml and webhooks.yaml (created if missing)")
+	out := f.String("out", "", "directory for kubeconfig.yaml, admission-configuration.yaml and webhooks.yaml (created if missing; with --auth url, webhooks.yaml only)")
 	desc := f.String("description", "", "description of the first credential")
 	pos, err := f.parse(args, 1, 1, "NAME")
 	if err != nil {
@@ -79,7 +81,7 @@ func cmdClusterCreate(e *env, args []string) error {
 			fmt.Fprintf(w, "wrote %s\n", p)
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, wrap(wiring(*tenant, pos[0], *out, created.Credential.Artifacts), 78))
+		fmt.Fprintln(w, wrap(wiringFor(*tenant, pos[0], *out, created.Credential.Artifacts), 78))
 		return nil
 	})
 }

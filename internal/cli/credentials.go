@@ -72,7 +72,7 @@ func credentialStatus(now time.Time, active bool, revoked, expires *time.Time) s
 func cmdCredentialCreate(e *env, args []string) error {
 	f := e.newFlags("credential create")
 	is := f.issue("lifetime, a Go duration such as 720h (default: no expiry)")
-	auth := f.String("auth", "token", "credential type: token, cert or basic")
+	auth := f.String("auth", "token", "credential type: token, cert, basic or url")
 	desc := f.String("description", "", "what the credential is for")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
@@ -159,6 +159,8 @@ func (e *env) issued(c *connFlags, raw []byte, issued apiv1.CredentialIssued, ou
 			fmt.Fprintf(w, "  token: %s\n", issued.Token)
 		case issued.Password != "":
 			fmt.Fprintf(w, "  username: %s\n  password: %s\n", issued.Username, issued.Password)
+		case issued.URLSecret != "":
+			fmt.Fprintf(w, "  url secret: %s (in the webhook URLs: /t/<tenant>/k/<secret>/validate and /mutate)\n", issued.URLSecret)
 		case issued.KeyPEM != "":
 			fmt.Fprintf(w, "%s%s", issued.CertificatePEM, issued.KeyPEM)
 		case issued.CertificatePEM != "":

@@ -24,6 +24,20 @@ type AuthOptions struct {
 	// remembered, so that a retrying apiserver does not cost an argon2id
 	// verification per request. Default 30 s.
 	NegativeCacheTTL time.Duration
+	// BasicSlots bounds the argon2id verifications of basic-auth passwords
+	// that run at once, whatever the tenant. Default GOMAXPROCS/2, at
+	// least 1: each costs a core and 19 MiB.
+	BasicSlots int
+	// BasicTenantSlots bounds those of one tenant. Default 1, so that a
+	// tenant never holds more than one place in the global queue.
+	BasicTenantSlots int
+	// BasicTenantQueue bounds the verifications of one tenant that run or
+	// wait; beyond it a request is answered 429 at once. Default 16.
+	BasicTenantQueue int
+	// BasicCredentialQueue is the same bound for one username (distinct
+	// passwords: requests with the same password share a verification).
+	// Default 2.
+	BasicCredentialQueue int
 }
 
 // Authenticator authenticates webhook requests against every live
@@ -47,9 +61,9 @@ type Authenticator struct {
 	// basicKey keys the HMAC under which verified basic-auth passwords are
 	// remembered, so memory never holds a fast hash of a password that
 	// could be attacked offline without also holding this key.
-	basicKey  [32]byte
-	basicBad  *expirable.LRU[[32]byte, struct{}]
-	basicSlow chan struct{} // bounds concurrent argon2id verifications
+	basicKey [32]byte
+	basicBad *expirable.LRU[[32]byte, struct{}]
+	slow     *slowGate // runs the argon2id verifications
 
 	mu         sync.Mutex
 	tombstones map[string]time.Time // "credential:1", "cluster:2", "tenant:3" -> when heard
@@ -62,6 +76,7 @@ type snapshot struct {
 	tokens   map[[32]byte]*entry // SHA-256 of the token
 	certs    map[[32]byte]*entry // SHA-256 of the certificate's DER
 	basic    map[string]*entry   // username
+	urls     map[[32]byte]*entry // SHA-256 of the URL secret
 	byID     map[int64]*entry
 	loadedAt time.Time
 }
@@ -92,13 +107,25 @@ func NewAuthenticator(pool *pgxpool.Pool, opts AuthOptions) *Authenticator {
 	if opts.NegativeCacheTTL <= 0 {
 		opts.NegativeCacheTTL = 30 * time.Second
 	}
+	if opts.BasicSlots <= 0 {
+		opts.BasicSlots = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if opts.BasicTenantSlots <= 0 {
+		opts.BasicTenantSlots = 1
+	}
+	if opts.BasicTenantQueue <= 0 {
+		opts.BasicTenantQueue = 16
+	}
+	if opts.BasicCredentialQueue <= 0 {
+		opts.BasicCredentialQueue = 2
+	}
 	a := &Authenticator{
 		pool:       pool,
 		logger:     opts.Logger,
 		opts:       opts,
 		now:        time.Now,
 		basicBad:   expirable.NewLRU[[32]byte, struct{}](4096, nil, opts.NegativeCacheTTL),
-		basicSlow:  make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
+		slow:       newSlowGate(opts.BasicSlots, opts.BasicTenantSlots, opts.BasicTenantQueue, opts.BasicCredentialQueue),
 		tombstones: map[string]time.Time{},
 		reloadReq:  make(chan struct{}, 1),
 	}

@@ -16,7 +16,7 @@ func (a *Authenticator) Load(ctx context.Context) error {
 	defer a.loadMu.Unlock()
 	started := a.now()
 	rows, err := a.pool.Query(ctx, `
-		SELECT cr.id, cr.type, cr.token_hash, cr.fingerprint, cr.username, cr.password_hash, cr.expires_at,
+		SELECT cr.id, cr.type, cr.token_hash, cr.fingerprint, cr.username, cr.password_hash, cr.url_secret_hash, cr.expires_at,
 		       t.id, t.name, c.id, c.name, c.labels
 		FROM credentials cr
 		JOIN clusters c ON c.tenant_id = cr.tenant_id AND c.id = cr.cluster_id
@@ -31,6 +31,7 @@ func (a *Authenticator) Load(ctx context.Context) error {
 		tokens:   map[[32]byte]*entry{},
 		certs:    map[[32]byte]*entry{},
 		basic:    map[string]*entry{},
+		urls:     map[[32]byte]*entry{},
 		byID:     map[int64]*entry{},
 		loadedAt: started,
 	}
@@ -40,12 +41,13 @@ func (a *Authenticator) Load(ctx context.Context) error {
 			e                 entry
 			typ               string
 			tokenHash, fp     []byte
+			urlHash           []byte
 			username, phc     *string
 			expiresAt         *time.Time
 			labelsJSON        []byte
 			tenantID, cluster int64
 		)
-		if err := rows.Scan(&e.id.CredentialID, &typ, &tokenHash, &fp, &username, &phc, &expiresAt,
+		if err := rows.Scan(&e.id.CredentialID, &typ, &tokenHash, &fp, &username, &phc, &urlHash, &expiresAt,
 			&tenantID, &e.id.TenantName, &cluster, &e.id.ClusterName, &labelsJSON); err != nil {
 			return fmt.Errorf("load credentials: %w", err)
 		}
@@ -81,6 +83,9 @@ func (a *Authenticator) Load(ctx context.Context) error {
 		case CredentialCertificate:
 			copy(ep.hash[:], fp)
 			s.certs[ep.hash] = ep
+		case CredentialURL:
+			copy(ep.hash[:], urlHash)
+			s.urls[ep.hash] = ep
 		case CredentialBasic:
 			ep.phc = *phc
 			if prev != nil && prev.phc == ep.phc {

@@ -65,6 +65,9 @@ func newWorld(t *testing.T) *world {
 		"basic": func(o tenancy.CredentialOptions) (tenancy.Issued, error) {
 			return s.CreateBasic(ctx, w.acme.ID, cl.ID, o)
 		},
+		"url": func(o tenancy.CredentialOptions) (tenancy.Issued, error) {
+			return s.CreateURL(ctx, w.acme.ID, cl.ID, o)
+		},
 	}
 	for typ, fn := range create {
 		w.creds[typ] = must[tenancy.Issued](t)(fn(tenancy.CredentialOptions{}))
@@ -87,11 +90,12 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// authServer serves POST /t/{tenant}/validate, answering 200 with the
-// identity, or the error's status and message.
+// authServer serves POST /t/{tenant}/validate and
+// /t/{tenant}/k/{secret}/validate, answering 200 with the identity, or the
+// error's status and message.
 func authServer(t *testing.T, a *tenancy.Authenticator, ca *tenancy.ClientCA) *httptest.Server {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /t/{tenant}/validate", func(rw http.ResponseWriter, r *http.Request) {
+	handle := func(rw http.ResponseWriter, r *http.Request) {
 		id, err := a.Authenticate(r)
 		if err != nil {
 			var e *fault.Error
@@ -102,7 +106,9 @@ func authServer(t *testing.T, a *tenancy.Authenticator, ca *tenancy.ClientCA) *h
 			return
 		}
 		fmt.Fprintf(rw, "%s/%s/%s/%s", id.TenantName, id.ClusterName, id.CredentialType, id.ClusterLabels["env"])
-	})
+	}
+	mux.HandleFunc("POST /t/{tenant}/validate", handle)
+	mux.HandleFunc("POST /t/{tenant}/k/{secret}/validate", handle)
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are expected
 	srv.TLS = &tls.Config{}
@@ -115,6 +121,7 @@ func authServer(t *testing.T, a *tenancy.Authenticator, ca *tenancy.ClientCA) *h
 // call is one request to the test server.
 type call struct {
 	tenant string
+	secret string // a URL secret: the path is /t/{tenant}/k/{secret}/validate
 	header func(h http.Header)
 	cert   *tls.Certificate
 }
@@ -136,7 +143,11 @@ func do(t *testing.T, srv *httptest.Server, c call) answer {
 	}
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/t/"+c.tenant+"/validate", strings.NewReader("{}"))
+	path := "/t/" + c.tenant + "/validate"
+	if c.secret != "" {
+		path = "/t/" + c.tenant + "/k/" + c.secret + "/validate"
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader("{}"))
 	if c.header != nil {
 		c.header(req.Header)
 	}
@@ -207,6 +218,8 @@ func TestIsolationMatrix(t *testing.T) {
 			return call{header: bearer(iss.Token)}
 		case tenancy.CredentialBasic:
 			return call{header: basic(iss.Username, iss.Password)}
+		case tenancy.CredentialURL:
+			return call{secret: iss.URLSecret}
 		}
 		return call{cert: keyPair(t, iss)}
 	}
@@ -217,9 +230,9 @@ func TestIsolationMatrix(t *testing.T) {
 		body   string
 	}
 	var rows []row
-	for _, typ := range []string{"token", "cert", "basic"} {
+	for _, typ := range []string{"token", "cert", "basic", "url"} {
 		rows = append(rows,
-			row{typ + "/own tenant", cred(typ), 200, "acme/prod/" + map[string]string{"token": "token", "cert": "certificate", "basic": "basic"}[typ] + "/prod"},
+			row{typ + "/own tenant", cred(typ), 200, "acme/prod/" + map[string]string{"token": "token", "cert": "certificate", "basic": "basic", "url": "url"}[typ] + "/prod"},
 			row{typ + "/other tenant", with(cred(typ), "globex"), 403, ok403},
 			row{typ + "/tenant that does not exist", with(cred(typ), "nosuch"), 403, ok403},
 			row{typ + "/revoked", cred(typ + "-revoked"), 401, ok401},
@@ -229,6 +242,7 @@ func TestIsolationMatrix(t *testing.T) {
 	}
 	tok := w.creds["token"].Token
 	b := w.creds["basic"]
+	sec := w.creds["url"].URLSecret
 	rows = append(rows,
 		row{"cert/unknown fingerprint from the right CA", call{cert: keyPair(t, unknown)}, 401, ok401},
 		row{"no credential", call{}, 401, ok401},
@@ -250,6 +264,13 @@ func TestIsolationMatrix(t *testing.T) {
 		// The Authorization header decides when both are present.
 		row{"bad header with a good certificate", call{header: bearer("nope"), cert: keyPair(t, w.creds["cert"])}, 401, ok401},
 		row{"good header with a revoked certificate", call{header: bearer(tok), cert: keyPair(t, w.creds["cert-revoked"])}, 200, "acme/prod/token/prod"},
+		row{"unknown URL secret", call{secret: tenancy.URLSecretPrefix + strings.Repeat("a", 52)}, 401, ok401},
+		row{"URL secret with a changed character", call{secret: sec[:len(sec)-1] + "z"}, 401, ok401},
+		row{"URL secret as a bearer token", call{header: bearer(sec)}, 401, ok401},
+		row{"token as a URL secret", call{secret: tok}, 401, ok401},
+		// The URL secret decides alone when the path has one.
+		row{"bad URL secret with a good token", call{secret: "nope", header: bearer(tok)}, 401, ok401},
+		row{"good URL secret with a bad token", call{secret: sec, header: bearer("nope")}, 200, "acme/prod/url/prod"},
 	)
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {

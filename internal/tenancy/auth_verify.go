@@ -27,12 +27,19 @@ func unauthenticated(reason string) *fault.Error {
 // router set it (net/http ServeMux patterns; chi v5.1+ sets it too), else
 // the segment after "/t/" in r.URL.Path.
 //
-// The credential is the Authorization header when there is one (Bearer
-// token or Basic), otherwise the client certificate the TLS layer verified
-// against the client CA. The error is a *fault.Error: 401
+// The credential is the URL secret when the path has one
+// (r.PathValue("secret"), else the segment after "/k/" in
+// /t/{tenant}/k/{secret}/...), and then it decides alone; otherwise the
+// Authorization header when there is one (Bearer token or Basic), otherwise
+// the client certificate the TLS layer verified against the client CA.
+//
+// The error is a *fault.Error: 401
 // (fault.Unauthenticated) when there is no valid credential, 403
 // (fault.Forbidden) when the credential belongs to another tenant than the
-// path's, 503 (fault.Unavailable) before the first load. Its Message is the
+// path's, 503 (fault.Unavailable) before the first load or when r's context
+// ended while a basic-auth password waited for verification, 429
+// (fault.TooManyRequests) when the verifications of the credential or its
+// tenant are full (see slowGate). Its Message is the
 // same whether or not the path's tenant exists; its Reason says why, for
 // logs and metrics only (fault.Status never sends it).
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
@@ -51,6 +58,29 @@ func pathTenant(p string) string {
 	}
 	tenant, _, _ := strings.Cut(rest, "/")
 	return tenant
+}
+
+// urlSecret returns the {secret} of a request routed by a pattern that has
+// one, or when r was not routed (no {tenant} either) of a path
+// /t/{tenant}/k/{secret}/..., and whether there is one.
+func urlSecret(r *http.Request) (string, bool) {
+	if s := r.PathValue("secret"); s != "" {
+		return s, true
+	}
+	if r.PathValue("tenant") != "" {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/t/")
+	if !ok {
+		return "", false
+	}
+	_, rest, _ = strings.Cut(rest, "/")
+	rest, ok = strings.CutPrefix(rest, "k/")
+	if !ok {
+		return "", false
+	}
+	secret, _, ok := strings.Cut(rest, "/")
+	return secret, ok && secret != ""
 }
 
 // AuthenticateTenant is Authenticate with the tenant's name given.
@@ -72,6 +102,14 @@ func (a *Authenticator) identify(r *http.Request) (Identity, error) {
 	if s == nil {
 		return Identity{}, &fault.Error{Code: fault.Unavailable, Message: msgUnavailable}
 	}
+	if secret, ok := urlSecret(r); ok {
+		h := hashString(secret)
+		e := s.urls[h]
+		if e == nil {
+			return Identity{}, unauthenticated("unknown URL secret")
+		}
+		return a.accept(e, h)
+	}
 	if h := r.Header["Authorization"]; len(h) > 0 { // canonical key: no allocation
 		if len(h) > 1 {
 			return Identity{}, unauthenticated("several Authorization headers")
@@ -84,7 +122,7 @@ func (a *Authenticator) identify(r *http.Request) (Identity, error) {
 		case strings.EqualFold(scheme, "Bearer"):
 			return a.token(s, cred)
 		case strings.EqualFold(scheme, "Basic"):
-			return a.basicAuth(s, cred)
+			return a.basicAuth(r.Context(), s, cred)
 		}
 		return Identity{}, unauthenticated("unsupported Authorization scheme")
 	}

@@ -56,6 +56,7 @@ type newCredential struct {
 	certificate  []byte
 	username     *string
 	passwordHash *string
+	urlHash      []byte
 	expiresAt    *time.Time
 	description  string
 }
@@ -71,11 +72,11 @@ func (s *Store) checkExpiry(opts CredentialOptions) error {
 func (s *Store) insertCredential(ctx context.Context, tx pgx.Tx, tenantID, clusterID int64, nc newCredential) (Credential, error) {
 	c, err := scanCredential(tx.QueryRow(ctx,
 		`INSERT INTO credentials (tenant_id, cluster_id, type, description, token_hash, fingerprint, certificate,
-		                          username, password_hash, expires_at)
-		 SELECT tenant_id, id, $3, $4, $5, $6, $7, $8, $9, $10 FROM clusters WHERE tenant_id = $1 AND id = $2
+		                          username, password_hash, url_secret_hash, expires_at)
+		 SELECT tenant_id, id, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM clusters WHERE tenant_id = $1 AND id = $2
 		 RETURNING `+credentialCols,
 		tenantID, clusterID, string(nc.typ), nc.description, nc.tokenHash, nc.fingerprint, nc.certificate,
-		nc.username, nc.passwordHash, nc.expiresAt))
+		nc.username, nc.passwordHash, nc.urlHash, nc.expiresAt))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Credential{}, notFound("cluster")
 	}
@@ -119,6 +120,24 @@ func (s *Store) createToken(ctx context.Context, tx pgx.Tx, tenantID, clusterID 
 		typ: CredentialToken, tokenHash: hash[:], expiresAt: opts.ExpiresAt, description: opts.Description,
 	})
 	return Issued{Credential: c, Token: tok}, err
+}
+
+// CreateURL creates a URL credential for the tenant's cluster: a secret
+// that the cluster's webhook configurations carry in their URLs' path. The
+// secret is in the result, and only there.
+func (s *Store) CreateURL(ctx context.Context, tenantID, clusterID int64, opts CredentialOptions) (Issued, error) {
+	if err := s.checkExpiry(opts); err != nil {
+		return Issued{}, err
+	}
+	return s.issueTx(ctx, func(tx pgx.Tx) (Issued, error) { return s.createURL(ctx, tx, tenantID, clusterID, opts) })
+}
+
+func (s *Store) createURL(ctx context.Context, tx pgx.Tx, tenantID, clusterID int64, opts CredentialOptions) (Issued, error) {
+	secret, hash := newURLSecret()
+	c, err := s.insertCredential(ctx, tx, tenantID, clusterID, newCredential{
+		typ: CredentialURL, urlHash: hash[:], expiresAt: opts.ExpiresAt, description: opts.Description,
+	})
+	return Issued{Credential: c, URLSecret: secret}, err
 }
 
 // CreateBasic creates a basic-auth credential for the tenant's cluster, with

@@ -45,6 +45,8 @@ func (s *Store) RotateCredential(ctx context.Context, tenantID, credentialID int
 			out, err = s.createToken(ctx, tx, tenantID, old.ClusterID, opts)
 		case CredentialBasic:
 			out, err = s.createBasic(ctx, tx, tenantID, old.ClusterID, opts)
+		case CredentialURL:
+			out, err = s.createURL(ctx, tx, tenantID, old.ClusterID, opts)
 		case CredentialCertificate:
 			if err := s.checkCertificate(opts); err != nil {
 				return err

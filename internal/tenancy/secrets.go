@@ -20,6 +20,10 @@ const TokenPrefix = "pcat_"
 // UsernamePrefix starts every generated basic-auth username.
 const UsernamePrefix = "pcu_"
 
+// URLSecretPrefix starts every URL secret, so that a leaked one can be
+// found by grepping as tokens are.
+const URLSecretPrefix = "pcuk_"
+
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
 
 // newToken returns a bearer token with 256 random bits and its SHA-256.
@@ -28,6 +32,16 @@ func newToken() (string, [32]byte) {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	tok := TokenPrefix + strings.ToLower(b32.EncodeToString(b[:]))
 	return tok, sha256.Sum256([]byte(tok))
+}
+
+// newURLSecret returns a URL secret with 256 random bits and its SHA-256:
+// lower-case letters, digits and one underscore, one URL path segment that
+// needs no escaping.
+func newURLSecret() (string, [32]byte) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	s := URLSecretPrefix + strings.ToLower(b32.EncodeToString(b[:]))
+	return s, sha256.Sum256([]byte(s))
 }
 
 // newUsername returns a random, globally unique basic-auth username. It is

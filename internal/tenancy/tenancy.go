@@ -2,11 +2,14 @@
 // a cluster's apiservers authenticate to the webhook, issues those credentials
 // and authenticates webhook requests.
 //
-// Three credential types exist, all of them as an apiserver's kubeconfig can
-// carry them: a bearer token (only its SHA-256 is stored), a client
+// Four credential types exist. Three are carried by an apiserver's
+// kubeconfig: a bearer token (only its SHA-256 is stored), a client
 // certificate issued by the gateway's client CA (stored by fingerprint) and
-// basic auth (the password is stored with argon2id). A cluster may hold
-// several live credentials at once, so rotation needs no downtime.
+// basic auth (the password is stored with argon2id). The fourth, url, is for
+// managed control planes that cannot load a kubeconfig for webhooks: a
+// secret carried in the webhook URL's path (only its SHA-256 is stored). A
+// cluster may hold several live credentials at once, so rotation needs no
+// downtime.
 //
 // Store is the Postgres side: every method takes the tenant ID first, and a
 // method that reads across tenants says All in its name. Authenticator is the
@@ -36,12 +39,15 @@ const (
 	CredentialToken       CredentialType = "token"
 	CredentialCertificate CredentialType = "certificate"
 	CredentialBasic       CredentialType = "basic"
+	// CredentialURL is a secret in the webhook URL's path:
+	// /t/{tenant}/k/{secret}/validate.
+	CredentialURL CredentialType = "url"
 )
 
 // Valid reports whether t is one of the known types.
 func (t CredentialType) Valid() bool {
 	switch t {
-	case CredentialToken, CredentialCertificate, CredentialBasic:
+	case CredentialToken, CredentialCertificate, CredentialBasic, CredentialURL:
 		return true
 	}
 	return false
@@ -100,6 +106,8 @@ type Issued struct {
 	Token string
 	// Password goes with Credential.Username (type basic).
 	Password string
+	// URLSecret is the path segment of the webhook URL (type url).
+	URLSecret string
 	// CertificatePEM is in Credential; KeyPEM is the private key of a
 	// certificate the gateway generated (empty when it signed a CSR).
 	KeyPEM []byte

@@ -157,6 +157,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var fe *fault.Error
 		if errors.As(err, &fe) {
 			h.Metrics.authFailures.WithLabelValues(fe.Reason).Inc()
+			if fe.Code == fault.TooManyRequests || fe.Code == fault.Unavailable {
+				// A full basic-auth queue, or credentials not loaded yet.
+				w.Header().Set("Retry-After", "1")
+			}
 		} else {
 			err = fault.Wrap(err, fault.Internal, "authentication failed")
 		}

@@ -450,6 +450,22 @@ func TestColdAndUnreachableAnswers503(t *testing.T) {
 	}
 }
 
+// A full basic-auth queue is a 429 with Retry-After, as every limit of the
+// gateway answers; the webhook's failurePolicy decides.
+func TestAuthenticationBusyAnswers429WithRetryAfter(t *testing.T) {
+	f := newFixture(t)
+	f.h.Authenticate = func(*http.Request) (tenancy.Identity, error) {
+		return tenancy.Identity{}, &fault.Error{Code: fault.TooManyRequests, Message: "busy", Reason: "basic-auth queue full: tenant"}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), `"kind":"Status"`) {
+		t.Fatalf("%d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+}
+
 func TestPanicIsRecovered(t *testing.T) {
 	f := newFixture(t)
 	calls := 0

@@ -193,6 +193,9 @@ type WebhookOptions struct {
 	ExcludedNamespaces []string
 	// TimeoutSeconds defaults to DefaultTimeoutSeconds.
 	TimeoutSeconds int32
+	// URLSecret is the secret of a url credential, for clusters that
+	// authenticate by their webhook URL; see URLSecretPath.
+	URLSecret string
 }
 
 // Defaults of WebhookOptions.
@@ -219,6 +222,7 @@ var MatchConditions = []admissionregistrationv1.MatchCondition{
 // validating and the mutating configuration.
 type hookSettings struct {
 	url         *url.URL
+	secret      string
 	name        string
 	failure     admissionregistrationv1.FailurePolicyType
 	timeout     int32
@@ -234,6 +238,9 @@ func (o WebhookOptions) settings() (*hookSettings, error) {
 	}
 	if errs := validation.IsDNS1123Label(o.Tenant); len(errs) > 0 {
 		return nil, fmt.Errorf("tenant %q: %s", o.Tenant, strings.Join(errs, "; "))
+	}
+	if err := checkURLSecret(o.URLSecret); err != nil {
+		return nil, err
 	}
 	if len(o.CABundle) == 0 {
 		return nil, errors.New("a CA bundle for the gateway's serving certificate is needed")
@@ -274,14 +281,15 @@ func (o WebhookOptions) settings() (*hookSettings, error) {
 	} else {
 		nsSelector = &metav1.LabelSelector{}
 	}
-	return &hookSettings{url: u, name: name, failure: failure, timeout: timeout, nsSelector: nsSelector,
+	return &hookSettings{url: u, secret: o.URLSecret, name: name, failure: failure, timeout: timeout, nsSelector: nsSelector,
 		sideEffects: admissionregistrationv1.SideEffectClassNone, matchPolicy: admissionregistrationv1.Equivalent}, nil
 }
 
-// hookURL is the tenant's endpoint under the gateway URL.
+// hookURL is the tenant's endpoint under the gateway URL, with the URL
+// secret when there is one.
 func (h *hookSettings) hookURL(tenant, endpoint string) *string {
 	u := *h.url
-	u.Path = path.Join("/", h.url.Path, "t", tenant, endpoint)
+	u.Path = path.Join("/", h.url.Path, URLSecretPath(tenant, h.secret, endpoint))
 	u.RawPath = ""
 	s := u.String()
 	return &s

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
+)
+
+// coldRetryAfter is the Retry-After of a cold replica's 503, in seconds:
+// the longest wait between two attempts to reach the database.
+const coldRetryAfter = "5"
+
+// coldGate answers every request with 503 until open is called, then hands
+// them to next. The webhook and admin listeners serve through one from the
+// moment they are bound: a replica that has not reached its database yet
+// answers at once, so an apiserver's failurePolicy decides now instead of
+// after its whole timeout (a bound listener that nobody serves accepts
+// connections and never answers).
+type coldGate struct {
+	next    http.Handler
+	message string
+	opened  atomic.Bool
+}
+
+func (g *coldGate) open() { g.opened.Store(true) }
+
+func (g *coldGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.opened.Load() {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	st := fault.Status(fault.Errorf(fault.Unavailable, "%s", g.message))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Retry-After", coldRetryAfter)
+	w.WriteHeader(int(st.Code))
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+// Messages of a cold replica.
+const (
+	coldWebhookMessage = "this gateway replica has not reached its database yet; the apiserver's failurePolicy for this webhook applies"
+	coldAdminMessage   = "this gateway replica has not reached its database yet; retry later"
+)
