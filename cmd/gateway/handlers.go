@@ -76,6 +76,8 @@ func (m *Main) setupAdminAPI() error {
 		WebhookURL:   webhookURL,
 		CABundle:     func() ([]byte, error) { return readCABundle(caFile) },
 		MaxBodyBytes: m.Config.MaxRequestBytes,
+		Tracer:       m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/api"),
+		Propagator:   m.Tracing.Propagator,
 		Snapshot:     m.PolicyCache.Snapshot,
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 			return m.Namespaces.Lookup(ctx, tenantID, clusterID)

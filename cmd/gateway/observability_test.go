@@ -308,7 +308,7 @@ func TestTracesExportedAndFlushedOnClose(t *testing.T) {
 	var server string
 	var children []string
 	for _, s := range col.spans {
-		if s.traceID == traceID && s.parentID == caller && s.name == "webhook" {
+		if s.traceID == traceID && s.parentID == caller && s.name == "POST /t/{tenant}/validate" {
 			server = s.spanID
 		}
 	}
@@ -323,5 +323,54 @@ func TestTracesExportedAndFlushedOnClose(t *testing.T) {
 	slices.Sort(children)
 	if want := []string{"authenticate", "decode", "encode", "evaluate", "record", "snapshot"}; !slices.Equal(children, want) {
 		t.Fatalf("children %q, want %q", children, want)
+	}
+}
+
+// An admin API call is a server span named after its route, in the
+// caller's trace, and the queries it makes are its client spans; the
+// collector is found through the standard OTEL_EXPORTER_OTLP_ENDPOINT.
+func TestAdminAPIAndDatabaseSpans(t *testing.T) {
+	col := &otlpCollector{}
+	srv := httptest.NewServer(col)
+	defer srv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	e := newE2E(t, pgtest.URL(t))
+	a := operatorCLI(t, e)
+	a.ok("tenant", "create", "acme")
+
+	const traceID, caller = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	req, _ := http.NewRequest(http.MethodGet, e.m.AdminURL()+"/api/v1/tenants/acme/clusters", nil)
+	req.Header.Set("Authorization", "Bearer "+a.env["PORTCULLIS_TOKEN"])
+	req.Header.Set("traceparent", "00-"+traceID+"-"+caller+"-01")
+	resp, err := httpsClient(t, e.m.CAFile).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if err := e.m.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	var server string
+	for _, s := range col.spans {
+		if s.traceID == traceID && s.parentID == caller && s.name == "GET /api/v1/tenants/{tenant}/clusters" {
+			server = s.spanID
+		}
+	}
+	if server == "" {
+		t.Fatalf("no admin API server span in the caller's trace among %v", col.spans)
+	}
+	var queries []string
+	for _, s := range col.spans {
+		if s.parentID == server {
+			queries = append(queries, s.name)
+		}
+	}
+	if !slices.Contains(queries, "SELECT") {
+		t.Fatalf("the call's children are %q, want its SELECTs", queries)
 	}
 }

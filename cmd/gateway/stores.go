@@ -23,6 +23,9 @@ func (m *Main) openDatabase(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--database-url: %w", err)
 	}
+	if m.Tracing.Enabled() {
+		cfg.ConnConfig.Tracer = database.NewQueryTracer(m.Tracing.Provider)
+	}
 	if m.Pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}

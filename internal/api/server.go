@@ -11,6 +11,9 @@ import (
 	"log/slog"
 	"net/http"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
@@ -39,6 +42,10 @@ type Server struct {
 	// without a restart.
 	WebhookURL string
 	CABundle   func() ([]byte, error)
+	// Tracer, when set, makes a server span of every call; Propagator
+	// joins it to the caller's traceparent.
+	Tracer     trace.Tracer
+	Propagator propagation.TextMapPropagator
 	// MaxBodyBytes bounds request bodies; 8 MiB when zero.
 	MaxBodyBytes int64
 	// Snapshot and Namespaces are the webhook's own sources of a tenant's
@@ -53,7 +60,7 @@ type Server struct {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
-		mux.Handle(rt.method+" "+rt.path, s.handle(rt))
+		mux.Handle(rt.method+" "+rt.path, s.traced(rt.method, rt.path, s.handle(rt)))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.Errorf(fault.NotFound, "no route for %s %s; GET /api/v1/openapi.json lists them", r.Method, r.URL.Path))

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -67,42 +70,107 @@ func tracesURL(endpoint string) (string, error) {
 	return u.String(), nil
 }
 
-// New returns Disabled() without an endpoint, else a provider that batches
-// spans to the endpoint over OTLP/HTTP. The sampler follows the standard
-// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG variables (default:
-// follow the caller's sampling decision, sample new traces), and the
-// exporter reads OTEL_EXPORTER_OTLP_HEADERS and the other OTLP variables.
+// New returns a provider that batches spans to an OTLP collector, or
+// Disabled() when no collector is configured. Export is on when
+// cfg.Endpoint (--otlp-endpoint) is set, or, as the OpenTelemetry
+// specification says, when the environment names a collector
+// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT);
+// OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none keep it off. The
+// protocol is http/protobuf unless OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or
+// OTEL_EXPORTER_OTLP_PROTOCOL says grpc. The exporter reads the other
+// OTLP variables (headers, certificates, timeout), the sampler
+// OTEL_TRACES_SAMPLER and its argument (default: follow the caller's
+// decision, sample new traces), and OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES win over cfg.ServiceName.
 func New(cfg Config) (*Tracing, error) {
-	if cfg.Endpoint == "" {
+	return newWithEnv(cfg, os.Getenv)
+}
+
+func newWithEnv(cfg Config, getenv func(string) string) (*Tracing, error) {
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || getenv("OTEL_TRACES_EXPORTER") == "none" {
 		return Disabled(), nil
 	}
-	target, err := tracesURL(cfg.Endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("--otlp-endpoint %q: %w", cfg.Endpoint, err)
+	envEndpoint := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+	if cfg.Endpoint == "" && !envEndpoint {
+		return Disabled(), nil
 	}
-	timeout := cfg.ExportTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
+	protocol := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if protocol == "" {
+		protocol = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
-	// New dials lazily: an unreachable collector costs dropped spans, never
-	// a failed start.
-	exp, err := otlptracehttp.New(context.Background(),
-		otlptracehttp.WithEndpointURL(target), otlptracehttp.WithTimeout(timeout))
+	exp, err := newExporter(cfg, protocol)
 	if err != nil {
-		return nil, fmt.Errorf("OTLP exporter: %w", err)
+		return nil, err
 	}
-	// resource.NewSchemaless avoids a semconv schema URL that could clash
-	// with resource.Default()'s when the SDK is upgraded.
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		attribute.String("service.name", cfg.ServiceName),
-		attribute.String("service.instance.id", cfg.Instance),
-	))
+	res, err := newResource(cfg, getenv)
 	if err != nil {
-		return nil, fmt.Errorf("trace resource: %w", err)
+		return nil, err
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return &Tracing{Provider: tp, Propagator: propagation.TraceContext{}, sdk: tp}, nil
 }
+
+// newExporter makes the OTLP exporter. Both dial lazily: an unreachable
+// collector costs dropped spans, never a failed start. Without
+// cfg.Endpoint each reads its endpoint from the environment.
+func newExporter(cfg Config, protocol string) (sdktrace.SpanExporter, error) {
+	timeout := cfg.ExportTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx := context.Background()
+	switch protocol {
+	case "", "http/protobuf":
+		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(timeout)}
+		if cfg.Endpoint != "" {
+			target, err := tracesURL(cfg.Endpoint)
+			if err != nil {
+				return nil, fmt.Errorf("--otlp-endpoint %q: %w", cfg.Endpoint, err)
+			}
+			opts = append(opts, otlptracehttp.WithEndpointURL(target))
+		}
+		exp, err := otlptracehttp.New(ctx, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP exporter: %w", err)
+		}
+		return exp, nil
+	case "grpc":
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(timeout)}
+		if cfg.Endpoint != "" {
+			if err := ValidateEndpoint(cfg.Endpoint); err != nil {
+				return nil, fmt.Errorf("--otlp-endpoint %q: %w", cfg.Endpoint, err)
+			}
+			opts = append(opts, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
+		}
+		exp, err := otlptracegrpc.New(ctx, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP exporter: %w", err)
+		}
+		return exp, nil
+	}
+	return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: use http/protobuf (the default) or grpc", protocol)
+}
+
+// newResource describes the process. resource.Default() reads
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; cfg.ServiceName is only
+// the default for a service.name neither sets.
+func newResource(cfg Config, getenv func(string) string) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{attribute.String("service.instance.id", cfg.Instance)}
+	if getenv("OTEL_SERVICE_NAME") == "" && !strings.Contains(getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
+		attrs = append(attrs, attribute.String("service.name", cfg.ServiceName))
+	}
+	// Schemaless, so that no semconv schema URL can clash with
+	// resource.Default()'s when the SDK is upgraded; the environment's
+	// attributes merged last, so they win.
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attrs...))
+	if err != nil {
+		return nil, fmt.Errorf("trace resource: %w", err)
+	}
+	return res, nil
+}
+
+// Enabled reports whether spans are exported.
+func (t *Tracing) Enabled() bool { return t != nil && t.sdk != nil }
 
 // Shutdown flushes the spans still queued and stops the exporter. It is a
 // no-op when tracing is off.

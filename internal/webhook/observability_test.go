@@ -29,6 +29,8 @@ func serve(t *testing.T, h *webhook.Handler, path, auth, body string, header ...
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	// As the gateway's mux routes it (the span is named after the pattern).
+	req.Pattern = "/t/{tenant}/" + path[strings.LastIndexByte(path, '/')+1:]
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
@@ -271,8 +273,12 @@ func TestSpansFollowTraceparent(t *testing.T) {
 	for _, kv := range server.Attributes {
 		attrs[string(kv.Key)] = kv.Value.String()
 	}
-	if attrs["portcullis.verdict"] != "denied" || attrs["portcullis.tenant"] != "acme" || attrs["http.response.status_code"] != "200" {
+	if attrs["portcullis.verdict"] != "denied" || attrs["portcullis.tenant"] != "acme" || attrs["http.response.status_code"] != "200" ||
+		attrs["url.scheme"] != "https" || attrs["http.route"] != "/t/{tenant}/validate" || attrs["server.address"] == "" {
 		t.Errorf("server span attributes %v", attrs)
+	}
+	if server.Name != "POST /t/{tenant}/validate" {
+		t.Errorf("server span name %q, want the HTTP conventions' method and route", server.Name)
 	}
 	var children []string
 	for _, s := range spans {

@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -50,15 +52,32 @@ func (h *Handler) startRequestSpan(r *http.Request) (context.Context, trace.Span
 	if h.Propagator != nil && len(r.Header["Traceparent"]) > 0 {
 		ctx = h.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	}
-	// A constant name: building "POST /t/{tenant}/validate" would allocate
-	// on every request, traced or not. The route is an attribute instead.
+	// Started under a constant name, renamed only when it records: building
+	// "POST /t/{tenant}/validate" (the HTTP semantic conventions' name, the
+	// method and the route pattern, which never holds a URL secret) would
+	// otherwise allocate on every request, traced or not.
 	ctx, span := h.tracer().Start(ctx, "webhook", serverSpanOptions...)
 	if span.IsRecording() {
+		if r.Pattern != "" {
+			span.SetName(r.Method + " " + r.Pattern)
+		} else {
+			span.SetName(r.Method) // the conventions' name without a route
+		}
+		host, port := splitHostPort(r.Host)
 		span.SetAttributes(
 			attribute.String("http.request.method", r.Method),
 			attribute.String("http.route", r.Pattern),
+			attribute.String("url.scheme", "https"),
+			attribute.String("server.address", host),
+			attribute.String("network.protocol.version", protocolVersion(r)),
 			attribute.String("portcullis.endpoint", h.endpoint()),
 		)
+		if port > 0 {
+			span.SetAttributes(attribute.Int("server.port", port))
+		}
+		if ua := r.UserAgent(); ua != "" {
+			span.SetAttributes(attribute.String("user_agent.original", ua))
+		}
 	}
 	return ctx, span
 }
@@ -77,6 +96,9 @@ func endRequestSpan(span trace.Span, d *decisions.Decision) {
 			attribute.String("k8s.admission.uid", d.UID),
 		)
 		if d.HTTPStatus >= 500 {
+			// error.type: the status code, as the HTTP conventions say
+			// when no more specific type is known.
+			span.SetAttributes(attribute.String("error.type", strconv.Itoa(d.HTTPStatus)))
 			span.SetStatus(codes.Error, d.Message)
 		}
 	}
@@ -89,4 +111,21 @@ func endStep(span trace.Span, err error) {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
+}
+
+// splitHostPort reads the Host header as server.address and server.port.
+func splitHostPort(hostport string) (string, int) {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport, 0
+	}
+	port, _ := strconv.Atoi(p)
+	return host, port
+}
+
+func protocolVersion(r *http.Request) string {
+	if r.ProtoMajor == 2 {
+		return "2"
+	}
+	return strconv.Itoa(r.ProtoMajor) + "." + strconv.Itoa(r.ProtoMinor)
 }
