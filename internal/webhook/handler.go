@@ -241,7 +241,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		res = snap.Compiled.Validate(ctx, req, nss)
 	}
-	h.Metrics.observeEvaluation(id.TenantName, time.Since(evalStart))
+	h.Metrics.observeEvaluation(id.TenantName, h.endpoint(), time.Since(evalStart))
 	endStep(step, nil)
 
 	_, step = h.startStep(ctx, "encode")

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -309,5 +310,46 @@ func TestSpansFollowTraceparent(t *testing.T) {
 	}
 	if len(exp.GetSpans()) != 1+len(want) {
 		t.Fatalf("%d spans for a request without traceparent", len(exp.GetSpans()))
+	}
+}
+
+// A tenant costs a handful of series per replica: the latency histograms
+// are fleet-wide, and a tenant that was never denied still shows a denied
+// counter at 0.
+func TestSeriesPerTenant(t *testing.T) {
+	f := newFixture(t)
+	for i := range 20 {
+		if rec := serve(t, f.h, "/t/acme/validate", "Bearer good", review("admission.k8s.io/v1", fmt.Sprint("u", i), "pods", "CREATE", goodPod, false)); rec.Code != 200 {
+			t.Fatalf("status %d", rec.Code)
+		}
+	}
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var series []string
+	denied := false
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["tenant"] != "acme" {
+				continue
+			}
+			series = append(series, mf.GetName())
+			if mf.GetName() == "portcullis_webhook_requests_total" && labels["verdict"] == "denied" && m.GetCounter().GetValue() == 0 {
+				denied = true
+			}
+		}
+	}
+	// requests_total allowed (and its pre-initialised denied twin), the
+	// two seconds counters.
+	if len(series) != 4 {
+		t.Fatalf("%d series for one tenant with allowed requests only: %q", len(series), series)
+	}
+	if !denied {
+		t.Fatal("no denied counter at 0 for a tenant that was never denied")
 	}
 }
