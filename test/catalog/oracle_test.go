@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
@@ -39,6 +40,10 @@ func snapshot(t testing.TB, name string) (*evaluator.Snapshot, evaluator.Objects
 	}
 	var objs evaluator.Objects
 	for _, m := range maps {
+		if m["kind"] == "ConfigMap" {
+			objs.Params = append(objs.Params, &unstructured.Unstructured{Object: m})
+			continue
+		}
 		js, _ := json.Marshal(m)
 		switch m["kind"] {
 		case "ValidatingAdmissionPolicy":
