@@ -329,3 +329,24 @@ var controls = map[psaapi.Level][]string{
 		"forbidden AppArmor profile", "seLinuxOptions", "procMount", "forbidden sysctls", "restricted volume types",
 		"allowPrivilegeEscalation != false", "unrestricted capabilities", "runAsNonRoot != true", "runAsUser=0", "seccompProfile"},
 }
+
+// TestReplicationControllerWithoutTemplate: a ReplicationController may
+// have no pod template; PodSecurity admission finds no pod to check and
+// allows it, and so must the catalog (without an evaluation error).
+func TestReplicationControllerWithoutTemplate(t *testing.T) {
+	rc := &corev1.ReplicationController{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ReplicationController"}, ObjectMeta: objMeta()}
+	js, _ := json.Marshal(rc)
+	obj, err := evaluator.DecodeObject(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := rc.GroupVersionKind()
+	for _, name := range []string{"pod-security-baseline", "pod-security-restricted"} {
+		s, _ := snapshot(t, name)
+		res := s.Validate(context.Background(), &evaluator.Request{Kind: gvk, Resource: gvk.GroupVersion().WithResource("replicationcontrollers"),
+			Name: "w", Namespace: "team-a", Operation: admissionregistrationv1.Create, Object: obj}, nil)
+		if !res.Allowed || len(res.Bindings) != 1 || res.Bindings[0].Outcome != evaluator.OutcomePass {
+			t.Errorf("%s: %+v", name, res)
+		}
+	}
+}
