@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -31,8 +32,15 @@ func (s *Server) installCatalog(c *call) error {
 	if err != nil {
 		return err
 	}
+	// The options are optional: an empty body (of any length header,
+	// chunked too) takes the defaults.
 	var req apiv1.CatalogInstall
-	if c.r.ContentLength != 0 {
+	body, err := c.body()
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		c.r.Body = io.NopCloser(bytes.NewReader(body))
 		if err := c.decode(&req); err != nil {
 			return err
 		}

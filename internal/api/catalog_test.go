@@ -59,7 +59,7 @@ func TestCatalogInstall(t *testing.T) {
 	e := newEnv(t)
 	path := "/api/v1/tenants/a/catalog/pod-security-restricted/install"
 	var res apiv1.CatalogResult
-	e.doJSON(e.adminA, "POST", path+"?dryRun=true", nil, http.StatusOK, &res)
+	e.doJSON(e.adminA, "POST", path+"?dryRun=true", " \n", http.StatusOK, &res) // a blank body takes the defaults
 	if !res.DryRun || len(res.Results) != 2 || res.Results[0].Action != apiv1.ActionCreated || res.ToVersion == "" {
 		t.Fatalf("dry run = %+v", res)
 	}
@@ -222,6 +222,9 @@ data: {}
 	e.doJSON(e.adminA, "POST", "/api/v1/tenants/a/catalog/trusted-registries/upgrade", nil, http.StatusOK, &res)
 	if res.DryRun || len(res.Removed) != 1 || res.Diff == "" {
 		t.Fatalf("upgrade = %+v", res)
+	}
+	if last := e.auditEntries()[0]; last.Action != "delete" || last.Name != "trusted-registries-old" || last.Actor != "alice" {
+		t.Fatalf("the upgrade's deletion was not audited: %+v", last)
 	}
 	var cm struct{ Data map[string]string }
 	e.doJSON(e.viewerA, "GET", "/api/v1/tenants/a/objects/ConfigMap/trusted-registries?namespace=default", nil, http.StatusOK, &cm)
