@@ -25,8 +25,11 @@ var files embed.FS
 
 // Entry is one catalog entry.
 type Entry struct {
-	Name        string  `json:"name"`
-	Version     string  `json:"version"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Digest is the first 16 hex digits of the SHA-256 of the entry's
+	// file, as recorded with its version.
+	Digest      string  `json:"digest"`
 	Category    string  `json:"category"`
 	Description string  `json:"description"`
 	Params      []Param `json:"params,omitempty"`

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -174,6 +176,18 @@ func TestObjectsOptions(t *testing.T) {
 		var fe *fault.Error
 		if !errors.As(err, &fe) || fe.Code != fault.Invalid || len(fe.Causes) != 1 || fe.Causes[0].Field != tc.field {
 			t.Errorf("%s: err = %v, want an Invalid error on %s", tc.name, err, tc.field)
+		}
+	}
+}
+
+// TestEntryDigests fails when an entry's file changed but its recorded
+// digest, and so most likely its version, did not: an installed copy
+// would carry a version that no longer says what it holds.
+func TestEntryDigests(t *testing.T) {
+	for _, e := range List() {
+		sum := sha256.Sum256(e.YAML)
+		if got := hex.EncodeToString(sum[:])[:16]; got != e.Digest {
+			t.Errorf("entries/%s.yaml changed: bump its version (now %s) in entries/index.yaml and set its digest to %s", e.Name, e.Version, got)
 		}
 	}
 }
