@@ -113,6 +113,8 @@ func TestBestPracticeEntries(t *testing.T) {
 		tc{"restrict-capabilities", "pods", pod(with(`"securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}`)), "may hold only NET_BIND_SERVICE"},
 		tc{"restrict-capabilities", "pods", pod(with(`"securityContext": {"capabilities": {"add": ["NET_BIND_SERVICE,SYS_ADMIN"]}}`)), "not allowed"},
 		tc{"require-probes", "pods", pod(with(`"livenessProbe": null`)), "must set both livenessProbe and readinessProbe"},
+		// An explicit null is no probe, on the fast path too.
+		tc{"require-probes", "pods", pod(strings.Replace(goodContainer, `"livenessProbe": {"httpGet": {"port": 8080}}`, `"livenessProbe": null`, 1)), "must set both"},
 		tc{"disallow-default-namespace", "pods", strings.Replace(pod(goodContainer), `"shop"`, `"default"`, 1), "not for workloads"},
 		tc{"disallow-default-namespace", "deployments", strings.Replace(deployment(`{}`, goodContainer), `"shop"`, `"default"`, 1), "not for workloads"},
 		tc{"max-replicas", "deployments", deployment(`{}`, goodContainer), ""},
