@@ -25,8 +25,8 @@ const (
 	AnnotationClusterSelector = "portcullis.dev/cluster-selector"
 )
 
-// Actions are the validation actions an install may choose.
-var Actions = []string{"Deny", "Warn", "Audit"}
+// actions are the validation actions an install may choose.
+var actions = []string{"Deny", "Warn", "Audit"}
 
 // Options are the tenant's choices at install.
 type Options struct {
@@ -45,7 +45,7 @@ func (o Options) normalize() (Options, error) {
 		o.Action = "Deny"
 	default:
 		found := false
-		for _, a := range Actions {
+		for _, a := range actions {
 			if strings.EqualFold(a, o.Action) {
 				o.Action, found = a, true
 			}
@@ -95,31 +95,6 @@ func (e Entry) Objects(opts Options) ([]map[string]any, error) {
 		}
 	}
 	return objs, nil
-}
-
-// YAMLFor renders the entry as multi-document YAML.
-func (e Entry) YAMLFor(opts Options) ([]byte, error) {
-	objs, err := e.Objects(opts)
-	if err != nil {
-		return nil, err
-	}
-	return MarshalYAML(objs)
-}
-
-// MarshalYAML writes objects as multi-document YAML.
-func MarshalYAML(objs []map[string]any) ([]byte, error) {
-	var b bytes.Buffer
-	for i, o := range objs {
-		y, err := yaml.Marshal(o)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			b.WriteString("---\n")
-		}
-		b.Write(y)
-	}
-	return b.Bytes(), nil
 }
 
 func setString(meta map[string]any, field, key, value string) {
