@@ -1,7 +1,7 @@
 # Portcullis. `make run` starts everything; `make test` runs every test.
 SHELL := /usr/bin/env bash
 GO    ?= go
-TEST_MODULES := test/differential test/chart
+TEST_MODULES := test/differential test/chart test/catalog
 # test/load is a benchmark (make bench); it is linted but not run by make test.
 LINT_MODULES := $(TEST_MODULES) test/load
 

@@ -142,6 +142,18 @@ build_demo() {
     sleep 0.2
   done
   printf '%s\n' "$decisions"
+
+  # The policy catalog: the Pod Security Standards, restricted, installed
+  # with the Warn action, so that the verdicts above stay the baseline
+  # policies' and the catalog's findings come as warnings.
+  if bin/admin catalog upgrade pod-security-restricted --tenant demo --dry-run >/dev/null 2>&1; then
+    say "catalog entry pod-security-restricted is installed"
+  else
+    say "admin catalog install pod-security-restricted --tenant demo --action Warn"
+    bin/admin catalog install pod-security-restricted --tenant demo --action Warn
+  fi
+  say "admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json"
+  bin/admin test --tenant demo --cluster kind-demo -f "$DEMO/denied-pod.json"
 }
 
 if [ -s "$TOKEN_FILE" ]; then
@@ -165,7 +177,8 @@ Portcullis is running.
 Demo: tenant "demo" with cluster "kind-demo" (its apiserver files are in $DEMO)
 and cluster "managed-demo" (a managed control plane: its webhooks.yaml, whose
 URLs carry its secret, is in $DEMO/managed), the 10 baseline policies from
-samples/baseline, and two sample reviews.
+samples/baseline, the catalog's Pod Security Standards (restricted, as
+warnings), and two sample reviews.
 Each answer is stored in the decisions table (see docs/decisions.md) and,
 under --decision-log, also logged as an "admission decision" line.
 
@@ -178,6 +191,8 @@ Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
   bin/admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json --explain
   bin/admin test --tenant demo --cluster kind-demo -f $DEMO/allowed-pod.json --mutate
   bin/admin get map --tenant demo
+  bin/admin catalog list --tenant demo
+  bin/admin catalog show pod-security-baseline
   bin/admin history --tenant demo vap baseline-no-privileged
   bin/admin credential list --tenant demo --cluster kind-demo
   bin/admin decisions --tenant demo --verdict denied

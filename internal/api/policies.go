@@ -65,27 +65,37 @@ func (s *Server) apply(c *call) error {
 	if err != nil {
 		return err
 	}
+	res := applyResult(outcomes, version, dryRun)
+	// Dry runs change nothing, so they are not audited.
+	if !dryRun {
+		c.auditApply(outcomes)
+	}
+	return c.json(res)
+}
+
+// auditApply records the objects an apply created or changed.
+func (c *call) auditApply(outcomes []policystore.ApplyOutcome) {
+	for _, o := range outcomes {
+		if o.Action == policystore.ActionUnchanged {
+			continue
+		}
+		action := actionUpdate
+		if o.Action == policystore.ActionCreated {
+			action = actionCreate
+		}
+		c.audit(auditlog.Entry{Action: action, Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
+			VersionBefore: versionPtr(o.VersionBefore), VersionAfter: versionPtr(o.Object.ResourceVersion),
+			Detail: map[string]any{"group": o.Object.Group, "apiVersion": o.Object.APIVersion, "result": o.Action}})
+	}
+}
+
+func applyResult(outcomes []policystore.ApplyOutcome, version int64, dryRun bool) apiv1.ApplyResult {
 	res := apiv1.ApplyResult{DryRun: dryRun, Version: version, Results: make([]apiv1.ApplyItem, len(outcomes))}
 	for i, o := range outcomes {
 		res.Results[i] = applyItem(i, o.Object, o.Action, o.Object.ResourceVersion)
 		res.Results[i].Warnings = o.Warnings
 	}
-	// Dry runs change nothing, so they are not audited.
-	if !dryRun {
-		for _, o := range outcomes {
-			if o.Action == policystore.ActionUnchanged {
-				continue
-			}
-			action := actionUpdate
-			if o.Action == policystore.ActionCreated {
-				action = actionCreate
-			}
-			c.audit(auditlog.Entry{Action: action, Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
-				VersionBefore: versionPtr(o.VersionBefore), VersionAfter: versionPtr(o.Object.ResourceVersion),
-				Detail: map[string]any{"group": o.Object.Group, "apiVersion": o.Object.APIVersion, "result": o.Action}})
-		}
-	}
-	return c.json(res)
+	return res
 }
 
 func applyItem(doc int, o *policystore.Object, action string, rv int64) apiv1.ApplyItem {
