@@ -47,7 +47,9 @@
 // the webhook received), object and oldObject are the reflective view of
 // the typed struct (common.SchemalessTypedToVal), for every expression
 // list and its variables; for a custom resource, the decoded JSON. The
-// views agree on values, size and has(), not on type-confused expressions
+// views agree on values, size and has(), but for explicit JSON nulls (an
+// absent field on the typed view, a present one in JSON: the fast
+// interpreter declines every read of one) and type-confused expressions
 // (a map compared with a string is an error on the typed view, false on
 // JSON). The typed struct is decoded from the JSON when cel-go first reads
 // object or oldObject, since decoding a Pod costs several evaluations and

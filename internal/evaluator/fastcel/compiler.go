@@ -127,6 +127,9 @@ func (c *compiler) selectExpr(s celast.SelectExpr) (node, error) {
 		}
 		x.cost += qualifierCost
 		fv, found := m[field]
+		if found && fv == nil {
+			return nil, false // explicitNull
+		}
 		if testOnly {
 			return found, true
 		}

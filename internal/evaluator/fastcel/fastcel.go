@@ -57,6 +57,13 @@ const costCeiling = 100_000
 // operand becomes a relative attribute of its own.
 const qualifierCost = 2
 
+// explicitNull: a field or key present with a JSON null makes every read
+// of it decline. The apiserver hands a built-in kind to CEL typed, where
+// a null pointer is an absent field (has() false, 'k' in m false), while
+// a custom resource's JSON keeps the key (has() true): only cel-go, which
+// gets the right view, can answer. An apiserver rarely sends a null
+// (creationTimestamp of a new object is one); hand-written reviews do.
+
 type node func(x *fx) (any, bool)
 
 // Program is one expression compiled for the interpreter. It is immutable

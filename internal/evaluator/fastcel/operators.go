@@ -186,7 +186,10 @@ func globalCall(fn string, args []node) (node, error) {
 					if !ok {
 						return nil, false
 					}
-					_, found := coll[k]
+					v, found := coll[k]
+					if found && v == nil {
+						return nil, false // explicitNull
+					}
 					return found, true
 				}
 				return nil, false
@@ -207,6 +210,9 @@ func globalCall(fn string, args []node) (node, error) {
 						return nil, false
 					}
 					v, found := coll[k]
+					if found && v == nil {
+						return nil, false // explicitNull
+					}
 					return v, found
 				}
 				return nil, false

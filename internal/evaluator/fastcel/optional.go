@@ -162,6 +162,9 @@ func optSelectStep(inner optWalker, field string) optWalker {
 			return nil, false, false
 		}
 		fv, found := m[field]
+		if found && fv == nil {
+			return nil, false, false // explicitNull
+		}
 		return fv, found, true
 	}
 }
@@ -196,6 +199,9 @@ func optIndexStep(inner optWalker, key node) optWalker {
 				return nil, false, false
 			}
 			fv, found := coll[ks]
+			if found && fv == nil {
+				return nil, false, false // explicitNull
+			}
 			return fv, found, true
 		}
 		return nil, false, false
