@@ -18,16 +18,16 @@ import (
 type Metrics struct {
 	TenantLabel bool
 
-	requests         *prometheus.CounterVec
-	duration         *prometheus.HistogramVec
-	evaluation       *prometheus.HistogramVec
-	tenantSeconds    *prometheus.CounterVec
-	tenantEvalSecs   *prometheus.CounterVec
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	evaluation     *prometheus.HistogramVec
+	tenantSeconds  *prometheus.CounterVec
+	tenantEvalSecs *prometheus.CounterVec
 	// seen holds, by endpoint, the tenants whose counters were
 	// pre-initialised. A map under a lock, not a sync.Map: looking a
 	// string up in it allocates nothing.
-	seenMu sync.RWMutex
-	seen   map[string]map[string]bool
+	seenMu           sync.RWMutex
+	seen             map[string]map[string]bool
 	rejections       *prometheus.CounterVec
 	failOpen         *prometheus.CounterVec
 	failClosed       *prometheus.CounterVec
