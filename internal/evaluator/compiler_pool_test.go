@@ -83,7 +83,7 @@ func TestProgramCacheReleasesUnusedEntries(t *testing.T) {
 	if !has() {
 		t.Fatal("expected a cache entry")
 	}
-	if s.policies[0].validating.validations[0].expr.result.Program != s2.policies[0].validating.validations[0].expr.result.Program {
+	if s.policies[0].validating.validations[0].expr.shared != s2.policies[0].validating.validations[0].expr.shared {
 		t.Fatal("identical expressions did not share a program")
 	}
 	runtime.KeepAlive(s)

@@ -103,14 +103,6 @@ func (f *frame) evaluate(ce *compiledExpr, remaining int64) (exprResult, int64, 
 		f.trace.add(ce, r, 0)
 		return r, remaining, nil
 	}
-	if ce.result.Program == nil {
-		r.err = &apiservercel.Error{
-			Type:   apiservercel.ErrorTypeInternal,
-			Detail: "unexpected internal error compiling expression",
-		}
-		r.cause = CauseError
-		return r, remaining, nil
-	}
 	if f.fast && ce.fast != nil {
 		if v, cost, ok := ce.fast.Eval((*fastEnv)(f)); ok {
 			if val, ok := fastcel.Value(v); ok {
@@ -118,7 +110,16 @@ func (f *frame) evaluate(ce *compiledExpr, remaining int64) (exprResult, int64, 
 			}
 		}
 	}
-	val, details, err := ce.result.Program.ContextEval(f.ctx, f.celActivation())
+	prog, perr := ce.program()
+	if perr != nil {
+		r.err = &apiservercel.Error{
+			Type:   apiservercel.ErrorTypeInternal,
+			Detail: "unexpected internal error compiling expression",
+		}
+		r.cause = CauseError
+		return r, remaining, nil
+	}
+	val, details, err := prog.ContextEval(f.ctx, f.celActivation())
 	compositionCost := f.compositionCost
 	f.compositionCost = 0
 	if compositionCost > remaining {

@@ -1,9 +1,11 @@
 package evaluator
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,6 +26,19 @@ type compiledExpr struct {
 	result plugincel.CompilationResult
 	shared *progEntry       // keeps the shared compile result alive
 	fast   *fastcel.Program // nil when cel-go must evaluate it
+}
+
+// program is cel-go's program of the expression, planned on first use when
+// the compile deferred it (progcache.go); nil with an error when that
+// fails, which it cannot short of a bug.
+func (ce *compiledExpr) program() (cel.Program, error) {
+	if ce.result.Program != nil {
+		return ce.result.Program, nil
+	}
+	if ce.shared != nil && ce.shared.lazy != nil {
+		return ce.shared.lazy.get()
+	}
+	return nil, errors.New("no program")
 }
 
 type compiledVariable struct {

@@ -1,6 +1,8 @@
 package evaluator
 
 import (
+	"errors"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -49,11 +51,36 @@ type progKey struct {
 
 // progEntry is one shared compile result, without the accessor (which
 // is set per policy).
+//
+// When the fast interpreter takes the expression, cel-go's program is not
+// kept: most of a compiled policy's heap is its programs (38 KB per
+// policy), and cel-go runs only where the fast interpreter declines,
+// which for most expressions is never. The expression is compiled in full
+// all the same, so every compile error and cost limit is found when the
+// policy is written, exactly as before; the program is planned again on
+// first use (lazy), from the same environment.
 type progEntry struct {
-	program    cel.Program
+	program    cel.Program // nil when deferred to lazy
 	outputType *cel.Type
 	err        *apiservercel.Error
 	fast       *fastcel.Program // nil when the fast interpreter declines the expression
+	lazy       *lazyProgram
+}
+
+// lazyProgram plans a deferred program once, on first use.
+type lazyProgram struct {
+	once    sync.Once
+	rebuild func() (cel.Program, error)
+	program cel.Program
+	err     error
+}
+
+func (l *lazyProgram) get() (cel.Program, error) {
+	l.once.Do(func() {
+		l.program, l.err = l.rebuild()
+		l.rebuild = nil
+	})
+	return l.program, l.err
 }
 
 var progCache struct {
@@ -117,6 +144,10 @@ func (c *pooledCompiler) compile(kind progKind, acc plugincel.ExpressionAccessor
 	e = &progEntry{program: res.Program, outputType: res.OutputType, err: res.Error}
 	if res.Error == nil {
 		e.fast = fastcel.Compile(parseEnv, acc.GetExpression())
+		if e.fast != nil && res.Program != nil {
+			e.lazy = &lazyProgram{rebuild: c.rebuilder(kind, acc, opts, mode)}
+			e.program, res.Program = nil, nil
+		}
 	}
 	progCache.Lock()
 	if progCache.m == nil {
@@ -184,4 +215,63 @@ func convertCelTypeToDeclType(celType *cel.Type) *apiservercel.DeclType {
 		}
 		return apiservercel.DynType
 	}
+}
+
+// rebuilder returns how to compile the expression again, later, exactly as
+// now: a compiler from the pool whose variables declaration holds the
+// fields this one holds at this moment (the variables declared before the
+// expression), which is all the checker reads.
+func (c *pooledCompiler) rebuilder(kind progKind, acc plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations, mode environment.Type) func() (cel.Program, error) {
+	var fields map[string]*apiservercel.DeclField
+	if len(c.varTypes) > 0 {
+		fields = maps.Clone(c.varTypes[0].Fields)
+	}
+	return func() (cel.Program, error) {
+		nc, err := getCompiler()
+		if err != nil {
+			return nil, err
+		}
+		defer putCompiler(nc)
+		if nc.unpooled {
+			return nil, errors.New("no resettable compiler to plan the program with")
+		}
+		for _, dt := range nc.varTypes {
+			maps.Copy(dt.Fields, fields)
+		}
+		res := nc.compileUncached(kind, acc, opts, mode)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		return res.Program, nil
+	}
+}
+
+// keptPrograms counts the policy's expressions that hold a cel-go program
+// (Stats.Programs).
+func (cp *compiledPolicy) keptPrograms() int {
+	n := 0
+	count := func(ce *compiledExpr) {
+		if ce != nil && ce.result.Program != nil {
+			n++
+		}
+	}
+	for i := range cp.variables {
+		count(&cp.variables[i].expr)
+	}
+	for _, ce := range cp.matchExprs {
+		count(ce)
+	}
+	if v := cp.validating; v != nil {
+		for _, list := range [][]*compiledExpr{v.validationExprs, v.messageExprs, v.auditExprs} {
+			for _, ce := range list {
+				count(ce)
+			}
+		}
+	}
+	if m := cp.mutating; m != nil {
+		for i := range m.mutations {
+			count(m.mutations[i].expr)
+		}
+	}
+	return n
 }

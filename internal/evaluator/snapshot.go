@@ -89,6 +89,7 @@ func Compile(objs Objects, opts CompileOptions) *Snapshot {
 	s.stats.CompileErrors = len(s.compileErrors)
 	for _, cp := range s.policies {
 		s.stats.Expressions += cp.validating.expressions(cp)
+		s.stats.Programs += cp.keptPrograms()
 	}
 	s.compileMutating(objs, opts)
 	return s
@@ -119,6 +120,7 @@ func (s *Snapshot) compileMutating(objs Objects, opts CompileOptions) {
 		m.policies = append(m.policies, cp)
 		s.compileErrors = append(s.compileErrors, cp.mutating.compileErrors(cp)...)
 		s.stats.Expressions += cp.mutating.expressions(cp)
+		s.stats.Programs += cp.keptPrograms()
 	}
 	for _, b := range bindings {
 		cb, errs := compileMutatingBinding(b)

@@ -98,7 +98,11 @@ func (f *frame) evalVariable(v *compiledVariable) ref.Val {
 	if res.Error != nil {
 		return types.WrapErr(&variableCompileError{name: v.name, err: res.Error})
 	}
-	val, details, err := res.Program.ContextEval(f.ctx, f.celActivation())
+	prog, perr := v.expr.program()
+	if perr != nil {
+		return types.NewErr("unexpected internal error compiling variable %q: %v", v.name, perr)
+	}
+	val, details, err := prog.ContextEval(f.ctx, f.celActivation())
 	if details == nil {
 		return types.NewErr("unable to get evaluation details of variable %q", v.name)
 	}

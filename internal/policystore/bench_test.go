@@ -2,6 +2,7 @@ package policystore
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -118,8 +119,39 @@ func BenchmarkColdLoadCompile10Policies(b *testing.B) {
 
 // BenchmarkHeapPerTenant compiles many copies of the 10-policy tenant, keeps
 // them all, and reports the live heap each holds (after GC), the cache's
-// estimate for it, and the extrapolation to 10,000 warm tenants.
+// estimate for it, and the extrapolation to 10,000 warm tenants: "shared"
+// when the tenants have the same policies, "unique" when every expression
+// of every tenant differs (a comment appended), so nothing is shared.
 func BenchmarkHeapPerTenant(b *testing.B) {
+	for _, unique := range []bool{false, true} {
+		name := "shared"
+		if unique {
+			name = "unique"
+		}
+		b.Run(name, func(b *testing.B) { benchHeapPerTenant(b, unique) })
+	}
+}
+
+// uniqueExpressions appends a comment naming the tenant to every
+// expression of a policy.
+func uniqueExpressions(v any, tenant int) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && (k == "expression" || k == "messageExpression" || k == "valueExpression") {
+				v[k] = s + fmt.Sprintf("\n// tenant %d", tenant)
+				continue
+			}
+			uniqueExpressions(x, tenant)
+		}
+	case []any:
+		for _, x := range v {
+			uniqueExpressions(x, tenant)
+		}
+	}
+}
+
+func benchHeapPerTenant(b *testing.B, unique bool) {
 	var objs []*unstructured.Unstructured
 	size := 0
 	for _, d := range baselineDocs(b) {
@@ -146,6 +178,9 @@ func BenchmarkHeapPerTenant(b *testing.B) {
 			own := make([]*unstructured.Unstructured, len(objs))
 			for j, o := range objs {
 				own[j] = o.DeepCopy()
+				if unique {
+					uniqueExpressions(own[j].Object, i)
+				}
 			}
 			compiled, err := compileObjects(own)
 			if err != nil {

@@ -262,5 +262,5 @@ func (c *Cache) Invalidate(tenantID int64) { c.lru.Remove(tenantID) }
 // stored JSON for the decoded objects.
 func estimateBytes(s *evaluator.Snapshot, jsonBytes int) int64 {
 	st := s.Stats()
-	return int64(estimateBase + estimatePerExpression*st.Expressions + estimatePerJSONByte*jsonBytes)
+	return int64(estimateBase + estimatePerExpression*st.Expressions + estimatePerProgram*st.Programs + estimatePerJSONByte*jsonBytes)
 }

@@ -7,14 +7,18 @@ import (
 // Constants of estimateBytes. The evaluator shares compiled programs
 // between snapshots with identical expressions, so what a tenant really
 // holds depends on its neighbours: the 10 baseline policies (25
-// expressions, 11.5 KB of JSON) hold about 48 KB when another tenant has
-// the same ones (BenchmarkHeapPerTenant) and about 390 KB when all their
-// expressions are unique (evaluator BenchmarkCompileBaselineCold, 38.6 KB
-// per policy). The estimate is fitted to the unique case, so the byte bound
-// never under-counts.
+// expressions, 11.5 KB of JSON) hold about 33 KB when another tenant has
+// the same ones (BenchmarkHeapPerTenant) and about 47 KB more when all
+// their expressions are unique (evaluator BenchmarkCompileBaseline's
+// heapB/policy, 4.7 KB per policy). A cel-go program is kept only for the
+// expressions the fast interpreter declines (about 14 KB each,
+// Stats.Programs); the others are planned when cel-go first needs them,
+// which the estimate leaves out. Fitted to the unique case, so the byte
+// bound does not under-count a snapshot as compiled.
 const (
 	estimateBase          = 16 << 10
-	estimatePerExpression = 14 << 10
+	estimatePerExpression = 2 << 10
+	estimatePerProgram    = 14 << 10
 	estimatePerJSONByte   = 4
 )
 
