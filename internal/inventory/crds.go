@@ -2,6 +2,8 @@ package inventory
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,13 +30,17 @@ var kindCRDList = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomR
 
 // CRD is one CustomResourceDefinition of a cluster: the few fields the
 // gateway reads, decoded, and the whole object as uploaded. A local type
-// rather than k8s.io/apiextensions-apiserver's, which the module does not
-// otherwise need (it would bring the whole extension apiserver in).
+// rather than k8s.io/apiextensions-apiserver's: the store and the admin API
+// read a few fields, and only the evaluator, which builds the type
+// converters of custom resources from the whole object, needs that module.
 type CRD struct {
 	Name string
 	Spec CRDSpec
 	// Object is the uploaded object without metadata.managedFields.
 	Object json.RawMessage
+	// key is a hash of Object: the evaluator caches what it builds from
+	// the CRD under it.
+	key string
 }
 
 // CRDSpec is the part of a CRD's spec the gateway reads.
@@ -129,7 +135,8 @@ func DecodeCRD(js []byte) (*CRD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CRD{Name: doc.Metadata.Name, Spec: doc.Spec, Object: obj}, nil
+	sum := sha256.Sum256(obj)
+	return &CRD{Name: doc.Metadata.Name, Spec: doc.Spec, Object: obj, key: hex.EncodeToString(sum[:])}, nil
 }
 
 // checkCRD returns the field errors of a CRD the apiserver would not have

@@ -176,3 +176,27 @@ func TestCRDUploadPropagates(t *testing.T) {
 		return ok && strategy == ConversionNone && reflect.DeepEqual(versions, []string{"v1", "v2"}) && invB.CRDCount() == 1
 	})
 }
+
+// The evaluator caches the type converter it builds from a CRD under the
+// key CRDObject returns: the same content must give the same key, on any
+// replica and after any reload, and a changed CRD another one.
+func TestCRDObjectKey(t *testing.T) {
+	gr := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	v1 := mustCRD(t, crdJSON("example.com", "widgets", "", "v1"))
+	again := mustCRD(t, crdJSON("example.com", "widgets", "", "v1"))
+	changed := mustCRD(t, crdJSON("example.com", "widgets", "", "v1", "v2"))
+	inv := newCluster(nil, crdIndex([]*CRD{v1}))
+	obj, key, ok := inv.CRDObject(gr)
+	if !ok || string(obj) != string(v1.Object) || key == "" {
+		t.Fatalf("CRDObject = %s, %q, %v", obj, key, ok)
+	}
+	if again.key != key {
+		t.Errorf("the same CRD decoded twice has keys %q and %q", key, again.key)
+	}
+	if changed.key == key {
+		t.Errorf("a changed CRD keeps the key %q", key)
+	}
+	if _, _, ok := inv.CRDObject(schema.GroupResource{Group: "example.com", Resource: "gadgets"}); ok {
+		t.Error("CRDObject of a CRD never uploaded")
+	}
+}
