@@ -108,6 +108,9 @@ func wireTrace(res *evaluator.Result) []apiv1.BindingTrace {
 	}
 	out := []apiv1.BindingTrace{}
 	for _, pt := range res.Trace {
+		if pt.Reinvoked && !pt.Matched {
+			continue // the first pass says why
+		}
 		if !pt.Matched {
 			outcome := evaluator.OutcomeNotMatched
 			if policyErr[pt.Policy] {
@@ -117,6 +120,9 @@ func wireTrace(res *evaluator.Result) []apiv1.BindingTrace {
 			continue
 		}
 		for _, bt := range pt.Bindings {
+			if bt.Reinvoked && bt.Outcome != evaluator.OutcomePass && bt.Outcome != evaluator.OutcomeError {
+				continue // not run again in the second pass
+			}
 			t := apiv1.BindingTrace{
 				Policy: pt.Policy, Binding: bt.Binding, Param: bt.Param,
 				Matched: bt.Matched && bt.Outcome != evaluator.OutcomeNotMatched,
@@ -124,7 +130,9 @@ func wireTrace(res *evaluator.Result) []apiv1.BindingTrace {
 				MatchConditions:  wireExpressions(bt.MatchConditions),
 				Validations:      wireExpressions(bt.Validations),
 				AuditAnnotations: wireExpressions(bt.AuditAnnotations),
+				Mutations:        wireMutations(bt.Mutations),
 				Cost:             bt.Cost,
+				Reinvoked:        bt.Reinvoked,
 			}
 			if t.Outcome == "" {
 				t.Outcome = string(evaluator.OutcomeNotMatched)
@@ -148,6 +156,18 @@ func wireExpressions(in []evaluator.ExpressionTrace) []apiv1.ExpressionTrace {
 	for i, e := range in {
 		out[i] = apiv1.ExpressionTrace{Name: e.Name, Expression: e.Expression, Result: e.Result, Message: e.Message,
 			Error: e.Error, Cost: e.Cost}
+	}
+	return out
+}
+
+func wireMutations(in []evaluator.MutationTrace) []apiv1.MutationTrace {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]apiv1.MutationTrace, len(in))
+	for i, m := range in {
+		out[i] = apiv1.MutationTrace{Index: m.Index, PatchType: m.PatchType, Expression: m.Expression, Changed: m.Changed,
+			Error: m.Error, Cost: m.Cost}
 	}
 	return out
 }

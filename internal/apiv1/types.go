@@ -316,7 +316,27 @@ type BindingTrace struct {
 	MatchConditions  []ExpressionTrace `json:"matchConditions,omitempty"`
 	Validations      []ExpressionTrace `json:"validations,omitempty"`
 	AuditAnnotations []ExpressionTrace `json:"auditAnnotations,omitempty"`
-	Cost             int64             `json:"cost"`
+	// Mutations are a MutatingAdmissionPolicy's mutations, in the order
+	// they were applied.
+	Mutations []MutationTrace `json:"mutations,omitempty"`
+	Cost      int64           `json:"cost"`
+	// Reinvoked marks an evaluation of the mutating plugin's second pass,
+	// which re-runs the reinvocationPolicy IfNeeded policies.
+	Reinvoked bool `json:"reinvoked,omitempty"`
+}
+
+// MutationTrace is one applied mutation of a MutatingAdmissionPolicy.
+type MutationTrace struct {
+	// Index is the mutation's position in spec.mutations.
+	Index      int    `json:"index"`
+	PatchType  string `json:"patchType"`
+	Expression string `json:"expression"`
+	// Changed is false for a mutation that applied without changing the
+	// object (it set what was there, or a JSON patch's test failed).
+	Changed bool   `json:"changed"`
+	Error   string `json:"error,omitempty"`
+	// Cost is the CEL cost of the expression, 0 when it did not run.
+	Cost int64 `json:"cost"`
 }
 
 // ExpressionTrace is one evaluated CEL expression.

@@ -193,6 +193,7 @@ func (e *mutationEvaluator) ForInput(_ context.Context, va *admission.VersionedA
 	if err != nil {
 		return plugincel.EvaluationResult{}, -1, err
 	}
+	m.mutationCost = budget - remaining
 	res := plugincel.EvaluationResult{EvalResult: r.val, ExpressionAccessor: e.ce.result.ExpressionAccessor}
 	if r.err != nil {
 		res.Error = r.err
