@@ -187,18 +187,25 @@ func printEvaluation(w io.Writer, res apiv1.EvaluateResponse, explain bool) erro
 	fmt.Fprintln(w)
 	t := newTable(w, "POLICY", "BINDING", "PARAM", "MATCHED", "OUTCOME", "COST", "REASON")
 	for _, b := range res.Trace {
-		t.row(b.Policy, b.Binding, b.Param, fmt.Sprint(b.Matched), b.Outcome, fmt.Sprint(b.Cost), b.Reason)
+		outcome := b.Outcome
+		if b.Reinvoked {
+			outcome += ", reinvoked"
+		}
+		t.row(b.Policy, b.Binding, b.Param, fmt.Sprint(b.Matched), outcome, fmt.Sprint(b.Cost), b.Reason)
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
 	for _, b := range res.Trace {
-		if len(b.MatchConditions)+len(b.Validations)+len(b.AuditAnnotations) == 0 {
+		if len(b.MatchConditions)+len(b.Validations)+len(b.AuditAnnotations)+len(b.Mutations) == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s (binding %s", b.Policy, b.Binding)
 		if b.Param != "" {
 			fmt.Fprintf(w, ", param %s", b.Param)
+		}
+		if b.Reinvoked {
+			fmt.Fprint(w, ", reinvoked")
 		}
 		fmt.Fprintln(w, "):")
 		for _, g := range []struct {
@@ -222,6 +229,22 @@ func printEvaluation(w io.Writer, res apiv1.EvaluateResponse, explain bool) erro
 				fmt.Fprintln(w)
 			}
 		}
+		printMutations(w, b.Mutations)
 	}
 	return nil
+}
+
+// printMutations shows what each applied mutation did.
+func printMutations(w io.Writer, ms []apiv1.MutationTrace) {
+	for _, m := range ms {
+		fmt.Fprintf(w, "  mutation %d (%s): %s\n", m.Index, m.PatchType, strings.TrimSpace(m.Expression))
+		result := "unchanged"
+		switch {
+		case m.Error != "":
+			result = "error: " + m.Error
+		case m.Changed:
+			result = "changed the object"
+		}
+		fmt.Fprintf(w, "    = %s (cost %d)\n", result, m.Cost)
+	}
 }

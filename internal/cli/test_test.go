@@ -73,3 +73,33 @@ func TestPrintEvaluationOfAMutation(t *testing.T) {
 		t.Fatalf("a truncated object: %v", err)
 	}
 }
+
+// --explain shows each mutation's outcome, and marks the second pass.
+func TestPrintEvaluationExplainsMutations(t *testing.T) {
+	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u","allowed":true}}`)
+	ms := []apiv1.MutationTrace{
+		{Index: 0, PatchType: "ApplyConfiguration", Expression: "Object{}\n", Changed: true, Cost: 7},
+		{Index: 1, PatchType: "ApplyConfiguration", Expression: "Object{}", Cost: 2},
+		{Index: 2, PatchType: "JSONPatch", Expression: "[]", Error: "JSON Patch: missing value"},
+	}
+	res := apiv1.EvaluateResponse{Review: review, SnapshotVersion: 3, Trace: []apiv1.BindingTrace{
+		{Policy: "p", Binding: "b", Matched: true, Outcome: "Pass", Cost: 9, Mutations: ms},
+		{Policy: "p", Binding: "b", Matched: true, Outcome: "Pass", Cost: 9, Mutations: ms[:1], Reinvoked: true},
+	}}
+	var out bytes.Buffer
+	if err := printEvaluation(&out, res, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Pass, reinvoked",
+		"p (binding b):\n" +
+			"  mutation 0 (ApplyConfiguration): Object{}\n    = changed the object (cost 7)\n" +
+			"  mutation 1 (ApplyConfiguration): Object{}\n    = unchanged (cost 2)\n" +
+			"  mutation 2 (JSONPatch): []\n    = error: JSON Patch: missing value (cost 0)\n",
+		"p (binding b, reinvoked):\n  mutation 0 (ApplyConfiguration): Object{}\n    = changed the object (cost 7)\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
