@@ -36,6 +36,9 @@ func (s *Server) evaluate(c *call) error {
 	if err := c.decode(&req); err != nil {
 		return err
 	}
+	if req.Chain && req.Mutate {
+		return fault.InvalidField("chain", "cannot be combined with mutate: chain evaluates the mutating webhook when a MutatingAdmissionPolicy binding matches")
+	}
 	if len(req.Review) == 0 || string(req.Review) == "null" {
 		return fault.InvalidField("review", "is required: the AdmissionReview as an apiserver would send it")
 	}
@@ -78,12 +81,14 @@ func (s *Server) evaluate(c *call) error {
 	if inv, err := s.Namespaces(ctx, c.tenant.ID, cl.ID); err == nil && inv != nil {
 		nss = inv
 	}
-	res, out := admission.Answer(ctx, rev, snap.Compiled, nss, req.Mutate, evaluator.WithTrace())
-	answer := apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate}
-	if res.Object != nil {
-		if answer.Object, err = json.Marshal(res.Object); err != nil {
-			return err
-		}
+	answer := apiv1.EvaluateResponse{SnapshotVersion: snap.Version, Candidate: candidate}
+	if req.Chain {
+		err = evaluateChain(ctx, &answer, req.Review, rev, snap.Compiled, nss)
+	} else {
+		err = evaluateOne(ctx, &answer, rev, snap.Compiled, nss, req.Mutate)
+	}
+	if err != nil {
+		return err
 	}
 	// Compact, unlike other answers: an indenting encoder would re-indent
 	// the review, which must stay byte for byte the webhook's.
