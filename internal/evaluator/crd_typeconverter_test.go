@@ -111,8 +111,8 @@ func TestMutateCustomResource(t *testing.T) {
 	}
 }
 
-// A request does not build the converter an earlier one built for the
-// same CRD content; changed content gets its own.
+// A request does not build the converter an earlier one built under the
+// same key; another key gets its own.
 func TestCRDTypeConverterCached(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}
 	a := crdTypeConverter([]byte(gadgetCRD), "cache-test-a", gvk)
@@ -123,6 +123,17 @@ func TestCRDTypeConverterCached(t *testing.T) {
 		t.Error("the same CRD content built twice")
 	}
 	if other := crdTypeConverter([]byte(gadgetCRD), "cache-test-b", gvk); other == a {
-		t.Error("another CRD content shares the converter")
+		t.Error("another CRD key shares the converter")
+	}
+	// Requests that need a converter at once build it once (go test -race).
+	got := make(chan *crdConverter)
+	for range 4 {
+		go func() { got <- crdTypeConverter([]byte(gadgetCRD), "cache-test-c", gvk) }()
+	}
+	first := <-got
+	for range 3 {
+		if c := <-got; c != first || c.tc == nil {
+			t.Fatalf("concurrent requests got %p and %p", first, c)
+		}
 	}
 }

@@ -90,7 +90,8 @@
 // custom resource the converter the plugin builds from the apiserver's
 // OpenAPI v3 document of its CRD, built here with the same
 // apiextensions-apiserver code from the CRD in the cluster's inventory
-// (CRDSchemaLookup) and cached by the CRD's content (crd_typeconverter.go).
+// (CRDSchemaLookup) and cached by the tenant's CRD spec
+// (crd_typeconverter.go).
 // A kind with neither has none (the plugin's 503 "Resource kind ... not
 // found"), and Result.MissingCRD says so. Expressions see the object's JSON form, or its typed view once
 // a matchCondition was evaluated in the same pass, as the plugin's

@@ -105,8 +105,8 @@ func (inv *Cluster) CRDConversion(gr schema.GroupResource) (strategy string, ver
 }
 
 // CRDObject returns the uploaded object of the CRD that serves gr and a
-// hash of it; false when it was not uploaded. The object must not be
-// modified.
+// key of its spec within the tenant; false when it was not uploaded. The
+// object must not be modified.
 func (inv *Cluster) CRDObject(gr schema.GroupResource) (object []byte, key string, ok bool) {
 	c, ok := inv.CRD(gr)
 	if !ok {

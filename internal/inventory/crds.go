@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -38,8 +39,12 @@ type CRD struct {
 	Spec CRDSpec
 	// Object is the uploaded object without metadata.managedFields.
 	Object json.RawMessage
-	// key is a hash of Object: the evaluator caches what it builds from
-	// the CRD under it.
+	// key identifies the CRD's spec within its tenant: the evaluator
+	// caches the type converter it builds from the spec under it, so that
+	// the clusters of a tenant that run the same CRD share one, and no
+	// tenant's share another's. DecodeCRD sets it to a hash of the spec
+	// (the converter reads nothing else; metadata and status differ from
+	// cluster to cluster), ListCRDs prefixes the tenant.
 	key string
 }
 
@@ -135,7 +140,13 @@ func DecodeCRD(js []byte) (*CRD, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(obj)
+	// json.Marshal writes map keys sorted: the same spec, however it was
+	// formatted, has the same hash.
+	spec, err := json.Marshal(whole["spec"])
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(spec)
 	return &CRD{Name: doc.Metadata.Name, Spec: doc.Spec, Object: obj, key: hex.EncodeToString(sum[:])}, nil
 }
 
@@ -223,7 +234,12 @@ func (s *Store) ListCRDs(ctx context.Context, tenantID, clusterID int64) ([]*CRD
 		if err := row.Scan(&js); err != nil {
 			return nil, err
 		}
-		return DecodeCRD(js)
+		c, err := DecodeCRD(js)
+		if err != nil {
+			return nil, err
+		}
+		c.key = strconv.FormatInt(tenantID, 10) + "/" + c.key
+		return c, nil
 	})
 }
 

@@ -76,6 +76,10 @@ func TestCRDInventoryStore(t *testing.T) {
 			if list[0].Strategy() != ConversionWebhook {
 				return errorf("gadgets strategy = %q", list[0].Strategy())
 			}
+			// No two tenants share a cached type converter.
+			if want := fmt.Sprintf("%d/%s", tenant, widgets.key); w.key != want {
+				return errorf("widgets key = %q, want %q", w.key, want)
+			}
 			return nil
 		}},
 		{"clusters do not share CRDs", func() error {
@@ -177,13 +181,14 @@ func TestCRDUploadPropagates(t *testing.T) {
 	})
 }
 
-// The evaluator caches the type converter it builds from a CRD under the
-// key CRDObject returns: the same content must give the same key, on any
-// replica and after any reload, and a changed CRD another one.
+// The evaluator caches the type converter it builds from a CRD's spec
+// under the key CRDObject returns: the same spec must give the same key,
+// on any replica, after any reload and in any cluster (whose copy has
+// another uid), and a changed spec another one.
 func TestCRDObjectKey(t *testing.T) {
 	gr := schema.GroupResource{Group: "example.com", Resource: "widgets"}
 	v1 := mustCRD(t, crdJSON("example.com", "widgets", "", "v1"))
-	again := mustCRD(t, crdJSON("example.com", "widgets", "", "v1"))
+	again := mustCRD(t, []byte(strings.Replace(string(crdJSON("example.com", "widgets", "", "v1")), `"uid":"u1"`, `"uid":"u2"`, 1)))
 	changed := mustCRD(t, crdJSON("example.com", "widgets", "", "v1", "v2"))
 	inv := newCluster(nil, crdIndex([]*CRD{v1}))
 	obj, key, ok := inv.CRDObject(gr)
@@ -191,7 +196,7 @@ func TestCRDObjectKey(t *testing.T) {
 		t.Fatalf("CRDObject = %s, %q, %v", obj, key, ok)
 	}
 	if again.key != key {
-		t.Errorf("the same CRD decoded twice has keys %q and %q", key, again.key)
+		t.Errorf("the same CRD spec in another cluster has keys %q and %q", key, again.key)
 	}
 	if changed.key == key {
 		t.Errorf("a changed CRD keeps the key %q", key)
