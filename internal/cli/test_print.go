@@ -56,9 +56,13 @@ func printChain(w io.Writer, res apiv1.EvaluateResponse, explain bool) error {
 		if err := printObject(w, res.Object); err != nil {
 			return err
 		}
+		label := "validating webhook, on the mutated object"
+		if len(res.Object) == 0 {
+			label = "validating webhook (the mutations changed nothing)"
+		}
 		if !validated {
 			fmt.Fprintln(w, "validating webhook: not called, the mutating webhook denied the request")
-		} else if err := printReview(w, res.Review, "validating webhook, on the mutated object"); err != nil {
+		} else if err := printReview(w, res.Review, label); err != nil {
 			return err
 		}
 	}

@@ -137,7 +137,7 @@ func TestPrintChain(t *testing.T) {
 			res: apiv1.EvaluateResponse{Review: allowed, Trace: vtrace, Evaluated: []string{"mutate", "validate"}, SnapshotVersion: 4,
 				Mutation: &apiv1.EvaluateStep{Review: allowed, Trace: mtrace}},
 			explain: true,
-			want: "mutating webhook: allowed\nvalidating webhook, on the mutated object: allowed\n\npolicy version 4\n\nmutating webhook:\n" +
+			want: "mutating webhook: allowed\nvalidating webhook (the mutations changed nothing): allowed\n\npolicy version 4\n\nmutating webhook:\n" +
 				"POLICY   BINDING   PARAM    MATCHED   OUTCOME   COST   REASON\nm        m         <none>   true      Pass      0      <none>\n\n" +
 				"m (binding m):\n  mutation 0 (ApplyConfiguration): Object{}\n    = changed the object (cost 3)\n\nvalidating webhook:\n" +
 				"POLICY   BINDING   PARAM    MATCHED   OUTCOME   COST   REASON\nv        v         <none>   true      Pass      0      <none>\n"},
