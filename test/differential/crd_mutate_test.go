@@ -50,9 +50,27 @@ const gadgetCRDJSON = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomRes
  "status":{"storedVersions":["v1"],"acceptedNames":{"kind":"Gadget","plural":"gadgets"},
   "conditions":[{"type":"Established","status":"True","reason":"InitialNamesAccepted"}]}}`
 
+// partCRDJSON is a CRD of the same group with two versions whose schemas
+// differ: a v2 request is merged with the v2 schema, and v1 shares its
+// group-version's document with the Gadget.
+const partCRDJSON = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"parts.example.com","uid":"7c2d"},
+ "spec":{"group":"example.com","scope":"Namespaced",
+  "names":{"kind":"Part","plural":"parts","singular":"part","listKind":"PartList"},
+  "versions":[
+   {"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{
+    "spec":{"type":"object","properties":{"count":{"type":"integer"}}}}}}},
+   {"name":"v2","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","properties":{
+    "spec":{"type":"object","properties":{"amount":{"type":"string"},
+     "slots":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["id"],
+      "items":{"type":"object","required":["id"],"properties":{"id":{"type":"integer"},"size":{"type":"string"}}}}}}}}}}]},
+ "status":{"storedVersions":["v1"],"conditions":[{"type":"Established","status":"True"}]}}`
+
 var (
 	gadgetsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
 	gadgetGVK  = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}
+	partsV2GVR = schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "parts"}
+	partV2GVK  = schema.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Part"}
 )
 
 // crdOpenAPI serves the OpenAPI v3 documents of crds as a kube-apiserver
@@ -88,12 +106,14 @@ func crdOpenAPI(tb testing.TB, crds ...*apiextensionsv1.CustomResourceDefinition
 	go ctrl.Run(svc, stop)
 	oapi := discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL}).OpenAPIV3()
 	for _, c := range crds {
-		path := fmt.Sprintf("apis/%s/%s", c.Spec.Group, c.Spec.Versions[0].Name)
-		testutil.Eventually(tb, 0, "the OpenAPI document of "+path, func() bool {
-			paths, err := oapi.Paths()
-			_, ok := paths[path]
-			return err == nil && ok
-		})
+		for _, v := range c.Spec.Versions {
+			path := fmt.Sprintf("apis/%s/%s", c.Spec.Group, v.Name)
+			testutil.Eventually(tb, 0, "the OpenAPI document of "+path, func() bool {
+				paths, err := oapi.Paths()
+				_, ok := paths[path]
+				return err == nil && ok
+			})
+		}
 	}
 	return oapi
 }
@@ -182,18 +202,31 @@ func crdMutateCases() []crdMutateCase {
 		{"reinvoked non-idempotent keyed list", mworld(mpol("p", ifNeeded,
 			ac(spec(`ports: [Object.spec.ports{name: "p" + string(size(object.spec.ports)), port: 1}]`)))), create(), "changed"},
 		{"typed view is JSON for a custom resource", mworld(mpol("p", mcond("t", "true"), ac(spec(`mode: string(object.spec.tags == {"a": "1"})`)))), create(), "changed"},
+		{"second version, its own schema", mworld(mpol("p", ac(spec(`amount: "3", slots: [Object.spec.slots{id: 1, size: "L"}, Object.spec.slots{id: 2}]`)))), partRequest(), "changed"},
+		{"second version, a field of the first refused", mworld(mpol("p", ac(spec(`count: 3`)))), partRequest(), "denied"},
 	}
 }
 
+func partRequest() *request {
+	r := mrequest("CREATE", nil, nil, map[string]any{"apiVersion": "example.com/v2", "kind": "Part",
+		"metadata": map[string]any{"name": "web", "namespace": "default"},
+		"spec":     map[string]any{"slots": []any{map[string]any{"id": int64(1), "size": "S"}}}}, nil)
+	r.evalReq.Kind, r.evalReq.RequestKind, r.evalReq.Resource, r.evalReq.RequestResource = partV2GVK, partV2GVK, partsV2GVR, partsV2GVR
+	return r
+}
+
 // TestMutateCustomResourceDifferential holds Snapshot.Mutate, with the
-// Gadget CRD in the cluster's inventory, to the plugin reading the
-// Gadget schema from its apiserver's OpenAPI v3 document.
+// Gadget and Part CRDs in the cluster's inventory, to the plugin reading
+// their schemas from its apiserver's OpenAPI v3 documents.
 func TestMutateCustomResourceDifferential(t *testing.T) {
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := json.Unmarshal([]byte(gadgetCRDJSON), &crd); err != nil {
+	var gadgets, parts apiextensionsv1.CustomResourceDefinition
+	if err := json.Unmarshal([]byte(gadgetCRDJSON), &gadgets); err != nil {
 		t.Fatal(err)
 	}
-	oapi := crdOpenAPI(t, &crd)
+	if err := json.Unmarshal([]byte(partCRDJSON), &parts); err != nil {
+		t.Fatal(err)
+	}
+	oapi := crdOpenAPI(t, &gadgets, &parts)
 	for _, tc := range crdMutateCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, p := range tc.w.mutatingPolicies {
@@ -204,13 +237,14 @@ func TestMutateCustomResourceDifferential(t *testing.T) {
 			}
 			p := newMutatingPluginWith(t, tc.w, oapi)
 			defer p.close()
-			testutil.Eventually(t, 0, "the plugin to read the Gadget schema", func() bool {
-				return p.types.GetTypeConverter(gadgetGVK) != nil
+			testutil.Eventually(t, 0, "the plugin to read the CRDs' schemas", func() bool {
+				return p.types.GetTypeConverter(gadgetGVK) != nil && p.types.GetTypeConverter(partV2GVK) != nil
 			})
 			snap := compileMutating(tc.w)
 			want := p.mutate(t, tc.r)
 			inv := crdSchemaInventory{NamespaceMap: tc.w.inventory,
-				crds: map[schema.GroupResource][]byte{gadgetsGVR.GroupResource(): []byte(gadgetCRDJSON)}}
+				crds: map[schema.GroupResource][]byte{gadgetsGVR.GroupResource(): []byte(gadgetCRDJSON),
+					partsV2GVR.GroupResource(): []byte(partCRDJSON)}}
 			res := snap.Mutate(context.Background(), tc.r.evalReq, inv)
 			got := evaluatorMutation(t, tc.r, res)
 			compareMutation(t, tc.r, res, want, got)
