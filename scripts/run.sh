@@ -105,12 +105,15 @@ build_demo() {
   say "admin apply --tenant demo -f samples/mutating/"
   bin/admin apply --tenant demo -f samples/mutating/
 
+  # Without --mutate or --validate, admin test runs the admission chain:
+  # the mutating policies, then the validating ones on the mutated pod.
   for review in allowed-pod denied-pod; do
     say "admin test --tenant demo --cluster kind-demo -f $DEMO/$review.json"
     bin/admin test --tenant demo --cluster kind-demo -f "$DEMO/$review.json"
   done
-  say "admin test --tenant demo --cluster kind-demo -f $DEMO/allowed-pod.json --mutate"
-  bin/admin test --tenant demo --cluster kind-demo -f "$DEMO/allowed-pod.json" --mutate
+  # What each mutation did.
+  say "admin test --tenant demo --cluster kind-demo -f $DEMO/allowed-pod.json --mutate --explain"
+  bin/admin test --tenant demo --cluster kind-demo -f "$DEMO/allowed-pod.json" --mutate --explain
 
   say "sending the same two reviews to the webhooks, as an apiserver would: first mutate, then validate"
   since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -189,7 +192,8 @@ Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
   bin/admin get namespaces --tenant demo --cluster kind-demo
   bin/admin get crds --tenant demo --cluster kind-demo
   bin/admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json --explain
-  bin/admin test --tenant demo --cluster kind-demo -f $DEMO/allowed-pod.json --mutate
+  bin/admin test --tenant demo --cluster kind-demo -f $DEMO/allowed-pod.json --mutate --explain
+  bin/admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json --validate
   bin/admin get map --tenant demo
   bin/admin catalog list --tenant demo
   bin/admin catalog show pod-security-baseline

@@ -334,7 +334,7 @@ func TestCLINewcomerPath(t *testing.T) {
 	a.fails(1, `tenant "initech" not found`, "decisions", "--tenant", "initech")
 	golden(t, "test-bad-explain.txt", a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", "bad-review.json", "--explain"), false)
 	// A bare object is reviewed as a CREATE.
-	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", filepath.Join(samples, "pod.json")); out != "allowed\n" {
+	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod-eu", "-f", filepath.Join(samples, "pod.json")); out != "validating webhook (no MutatingAdmissionPolicy matches): allowed\n" {
 		t.Fatalf("test with a bare Pod: %q", out)
 	}
 }
@@ -430,13 +430,13 @@ func TestCLIPolicyLifecycle(t *testing.T) {
 	// history, diff and rollback.
 	writeFile(t, "policy-v2.yaml", strings.Replace(cliPolicy, "the team label is required", "every pod needs a team label", 1))
 	writeFile(t, "no-team.json", podReview("admission.k8s.io/v1", "no-team", "default", noTeamPod, false))
-	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json"); !strings.HasPrefix(out, "denied (422 Invalid)") || !strings.Contains(out, "the team label is required") {
+	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json"); !strings.HasPrefix(out, "validating webhook (no MutatingAdmissionPolicy matches): denied (422 Invalid)") || !strings.Contains(out, "the team label is required") {
 		t.Fatalf("test:\n%s", out)
 	}
 	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json", "--with", "policy-v2.yaml"); !strings.Contains(out, "every pod needs a team label") {
 		t.Fatalf("test --with the candidate policy:\n%s", out)
 	}
-	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json", "--with", "policy-v2.yaml", "--replace"); out != "allowed\n" {
+	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "no-team.json", "--with", "policy-v2.yaml", "--replace"); out != "validating webhook (no MutatingAdmissionPolicy matches): allowed\n" {
 		t.Fatalf("test --with a policy without its binding, --replace:\n%s", out)
 	}
 	// A bad candidate is named by its file and document.

@@ -36,6 +36,9 @@ func (s *Server) evaluate(c *call) error {
 	if err := c.decode(&req); err != nil {
 		return err
 	}
+	if req.Chain && req.Mutate {
+		return fault.InvalidField("chain", "cannot be combined with mutate: chain evaluates the mutating webhook when a MutatingAdmissionPolicy binding matches")
+	}
 	if len(req.Review) == 0 || string(req.Review) == "null" {
 		return fault.InvalidField("review", "is required: the AdmissionReview as an apiserver would send it")
 	}
@@ -80,12 +83,14 @@ func (s *Server) evaluate(c *call) error {
 	if inv, err := s.Namespaces(ctx, c.tenant.ID, cl.ID); err == nil && inv != nil {
 		nss = inv
 	}
-	res, out := admission.Answer(ctx, rev, snap.Compiled, nss, req.Mutate, evaluator.WithTrace())
-	answer := apiv1.EvaluateResponse{Review: out, Trace: wireTrace(res), SnapshotVersion: snap.Version, Candidate: candidate}
-	if res.Object != nil {
-		if answer.Object, err = json.Marshal(res.Object); err != nil {
-			return err
-		}
+	answer := apiv1.EvaluateResponse{SnapshotVersion: snap.Version, Candidate: candidate}
+	if req.Chain {
+		err = evaluateChain(ctx, &answer, req.Review, rev, snap.Compiled, nss)
+	} else {
+		err = evaluateOne(ctx, &answer, rev, snap.Compiled, nss, req.Mutate)
+	}
+	if err != nil {
+		return err
 	}
 	// Compact, unlike other answers: an indenting encoder would re-indent
 	// the review, which must stay byte for byte the webhook's.
@@ -110,6 +115,9 @@ func wireTrace(res *evaluator.Result) []apiv1.BindingTrace {
 	}
 	out := []apiv1.BindingTrace{}
 	for _, pt := range res.Trace {
+		if pt.Reinvoked && !pt.Matched {
+			continue // the first pass says why
+		}
 		if !pt.Matched {
 			outcome := evaluator.OutcomeNotMatched
 			if policyErr[pt.Policy] {
@@ -119,6 +127,9 @@ func wireTrace(res *evaluator.Result) []apiv1.BindingTrace {
 			continue
 		}
 		for _, bt := range pt.Bindings {
+			if bt.Reinvoked && bt.Outcome != evaluator.OutcomePass && bt.Outcome != evaluator.OutcomeError {
+				continue // not run again in the second pass
+			}
 			t := apiv1.BindingTrace{
 				Policy: pt.Policy, Binding: bt.Binding, Param: bt.Param,
 				Matched: bt.Matched && bt.Outcome != evaluator.OutcomeNotMatched,
@@ -126,7 +137,9 @@ func wireTrace(res *evaluator.Result) []apiv1.BindingTrace {
 				MatchConditions:  wireExpressions(bt.MatchConditions),
 				Validations:      wireExpressions(bt.Validations),
 				AuditAnnotations: wireExpressions(bt.AuditAnnotations),
+				Mutations:        wireMutations(bt.Mutations),
 				Cost:             bt.Cost,
+				Reinvoked:        bt.Reinvoked,
 			}
 			if t.Outcome == "" {
 				t.Outcome = string(evaluator.OutcomeNotMatched)
@@ -150,6 +163,18 @@ func wireExpressions(in []evaluator.ExpressionTrace) []apiv1.ExpressionTrace {
 	for i, e := range in {
 		out[i] = apiv1.ExpressionTrace{Name: e.Name, Expression: e.Expression, Result: e.Result, Message: e.Message,
 			Error: e.Error, Cost: e.Cost}
+	}
+	return out
+}
+
+func wireMutations(in []evaluator.MutationTrace) []apiv1.MutationTrace {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]apiv1.MutationTrace, len(in))
+	for i, m := range in {
+		out[i] = apiv1.MutationTrace{Index: m.Index, PatchType: m.PatchType, Expression: m.Expression, Changed: m.Changed,
+			Error: m.Error, Cost: m.Cost}
 	}
 	return out
 }

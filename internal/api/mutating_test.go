@@ -204,6 +204,21 @@ func TestEvaluateMutates(t *testing.T) {
 		t.Fatalf("the team label is missing: %v", labels)
 	}
 
+	// The trace shows each mutation's outcome, for the explain output.
+	var team *apiv1.BindingTrace
+	for i, b := range res.Trace {
+		if b.Policy == "team-label" {
+			team = &res.Trace[i]
+		}
+	}
+	if team == nil || len(team.Mutations) != 1 {
+		t.Fatalf("no mutation traced for team-label: %+v", res.Trace)
+	}
+	if m := team.Mutations[0]; m.Index != 0 || m.PatchType != "ApplyConfiguration" || !m.Changed || m.Error != "" ||
+		m.Cost <= 0 || !strings.Contains(m.Expression, "example.com/team") || team.Cost < m.Cost {
+		t.Fatalf("team-label's mutation: %+v (binding cost %d)", m, team.Cost)
+	}
+
 	// Without mutate the same review is answered by the validating
 	// policies (none here): allowed, no patch, no object.
 	res = e.evaluate(e.viewerA, "prod", apiv1.EvaluateRequest{Review: rev})

@@ -297,6 +297,11 @@ type EvaluateRequest struct {
 	// Mutate evaluates as the mutating webhook (/mutate) would: the
 	// MutatingAdmissionPolicies, answering with a JSONPatch.
 	Mutate bool `json:"mutate,omitempty"`
+	// Chain evaluates as the apiserver's admission chain would: when a
+	// MutatingAdmissionPolicy binding matches the request, the mutating
+	// webhook, then the validating one on the mutated object; otherwise
+	// the validating webhook alone. It excludes Mutate.
+	Chain bool `json:"chain,omitempty"`
 }
 
 // EvaluateResponse answers an EvaluateRequest.
@@ -308,9 +313,26 @@ type EvaluateResponse struct {
 	// candidate objects).
 	SnapshotVersion int64 `json:"snapshotVersion"`
 	Candidate       bool  `json:"candidate,omitempty"`
-	// Object is, with Mutate, the object after the mutations, when they
-	// changed it: request.object with the answer's patch applied.
+	// Object is, with Mutate (or Chain, when the mutating webhook ran),
+	// the object after the mutations, when they changed it:
+	// request.object with the mutating answer's patch applied.
 	Object json.RawMessage `json:"object,omitempty"`
+	// Evaluated names the webhooks evaluated, in order: "validate" or
+	// "mutate" alone, or, with Chain, "mutate" then "validate" (only
+	// "mutate" when the mutating webhook denied the request, as the
+	// apiserver then calls no validating webhook).
+	Evaluated []string `json:"evaluated"`
+	// Mutation is, with Chain, the mutating webhook's answer and trace
+	// when it ran; Review and Trace are then the validating webhook's, on
+	// the mutated object, and empty when the mutation denied.
+	Mutation *EvaluateStep `json:"mutation,omitempty"`
+}
+
+// EvaluateStep is one webhook's answer in an evaluation of the admission
+// chain.
+type EvaluateStep struct {
+	Review json.RawMessage `json:"review"`
+	Trace  []BindingTrace  `json:"trace"`
 }
 
 // BindingTrace explains one (policy, binding, param) evaluation.
@@ -325,7 +347,27 @@ type BindingTrace struct {
 	MatchConditions  []ExpressionTrace `json:"matchConditions,omitempty"`
 	Validations      []ExpressionTrace `json:"validations,omitempty"`
 	AuditAnnotations []ExpressionTrace `json:"auditAnnotations,omitempty"`
-	Cost             int64             `json:"cost"`
+	// Mutations are a MutatingAdmissionPolicy's mutations, in the order
+	// they were applied.
+	Mutations []MutationTrace `json:"mutations,omitempty"`
+	Cost      int64           `json:"cost"`
+	// Reinvoked marks an evaluation of the mutating plugin's second pass,
+	// which re-runs the reinvocationPolicy IfNeeded policies.
+	Reinvoked bool `json:"reinvoked,omitempty"`
+}
+
+// MutationTrace is one applied mutation of a MutatingAdmissionPolicy.
+type MutationTrace struct {
+	// Index is the mutation's position in spec.mutations.
+	Index      int    `json:"index"`
+	PatchType  string `json:"patchType"`
+	Expression string `json:"expression"`
+	// Changed is false for a mutation that applied without changing the
+	// object (it set what was there, or a JSON patch's test failed).
+	Changed bool   `json:"changed"`
+	Error   string `json:"error,omitempty"`
+	// Cost is the CEL cost of the expression, 0 when it did not run.
+	Cost int64 `json:"cost"`
 }
 
 // ExpressionTrace is one evaluated CEL expression.

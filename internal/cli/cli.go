@@ -100,7 +100,7 @@ func commands() []command {
 		{"history", "--tenant T KIND NAME", "list an object's versions", cmdHistory},
 		{"diff", "--tenant T KIND NAME --from VERSION [--to VERSION]", "show what changed between two versions", cmdDiff},
 		{"rollback", "--tenant T KIND NAME --to VERSION", "restore an earlier version", cmdRollback},
-		{"test", "--tenant T --cluster C -f review.json [--explain] [--mutate]", "evaluate an AdmissionReview as the webhook (validate, or with --mutate, mutate) would", cmdTest},
+		{"test", "--tenant T --cluster C -f review.json [--explain] [--mutate | --validate]", "evaluate an AdmissionReview as the webhooks would (mutate, then validate; or the one flagged)", cmdTest},
 		{"decisions", "--tenant T [--since 1h] [--verdict denied] [--cluster C] [--policy P] [--limit N]", "list the webhook's recent decisions", cmdDecisions},
 		{"token create", "--name N --role operator|admin|viewer [--tenant T] [--expires DURATION]", "create an admin API token; prints it once", cmdTokenCreate},
 		{"token list", "[--tenant T] [--active]", "list admin API tokens", cmdTokenList},

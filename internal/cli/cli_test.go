@@ -79,6 +79,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{"test without file", with("test", "--tenant", "t", "--cluster", "c"), 2, "--f is required"},
 		{"test replace without with", with("test", "--tenant", "t", "--cluster", "c", "-f", "x", "--replace"), 2, "--replace needs --with"},
 		{"test stdin twice", with("test", "--tenant", "t", "--cluster", "c", "-f", "-", "--with", "-"), 2, "cannot both read standard input"},
+		{"test mutate and validate", with("test", "--tenant", "t", "--cluster", "c", "-f", pod, "--mutate", "--validate"), 2, "--mutate and --validate cannot be combined"},
 		{"test bad apiVersion", with("test", "--tenant", "t", "--cluster", "c", "-f", badGV), 1, badGV + ", document 1, field apiVersion: unexpected GroupVersion string: a/b/c"},
 		{"test with nothing", with("test", "--tenant", "t", "--cluster", "c", "-f", pod, "--with", comments), 1, "--with " + comments + ": no objects found"},
 		{"decisions bad since", with("decisions", "--tenant", "t", "--since", "yesterday"), 2, `--since "yesterday"`},

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,9 +22,13 @@ func cmdTest(e *env, args []string) error {
 	var with stringList
 	f.Var(&with, "with", "evaluate as if the objects of this `FILE` or directory were applied (may be repeated)")
 	replace := f.Bool("replace", false, "with --with: evaluate the given objects alone, without the stored ones")
-	mutate := f.Bool("mutate", false, "answer as the mutating webhook (/mutate): the MutatingAdmissionPolicies; prints the patch and the final object")
+	mutate := f.Bool("mutate", false, "answer as the mutating webhook (/mutate) only: the MutatingAdmissionPolicies; prints the patch and the final object")
+	validate := f.Bool("validate", false, "answer as the validating webhook (/validate) only")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
+	}
+	if *mutate && *validate {
+		return usageErr("--mutate and --validate cannot be combined; without either, admin test evaluates as the apiserver's admission chain")
 	}
 	if err := required("tenant", *tenant, "cluster", *cluster, "f", *file); err != nil {
 		return err
@@ -51,7 +54,10 @@ func cmdTest(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := apiv1.EvaluateRequest{Review: review, Replace: *replace, Mutate: *mutate}
+	// Without a flag, the server decides from the policies, as the
+	// apiserver runs mutating admission, then validating admission.
+	chain := !*mutate && !*validate
+	req := apiv1.EvaluateRequest{Review: review, Replace: *replace, Mutate: *mutate, Chain: chain}
 	var candidates []document
 	if len(with) > 0 {
 		if candidates, err = e.readDocuments(with); err != nil {
@@ -77,10 +83,29 @@ func cmdTest(e *env, args []string) error {
 	}
 	if !*explain {
 		// -o json prints the AdmissionReview itself, exactly what the
-		// webhook would answer.
-		raw = indentJSON(res.Review)
+		// webhook would answer; both, when the chain called two.
+		if raw, err = reviewsJSON(res); err != nil {
+			return err
+		}
+	}
+	if chain {
+		return e.emit(c, raw, func(w io.Writer) error { return printChain(w, res, *explain) })
 	}
 	return e.emit(c, raw, func(w io.Writer) error { return printEvaluation(w, res, *explain) })
+}
+
+// reviewsJSON is the AdmissionReview of the answer, or, when the mutating
+// and the validating webhook were both called, {"mutating": review,
+// "validating": review} (without validating when the mutation denied).
+func reviewsJSON(res apiv1.EvaluateResponse) ([]byte, error) {
+	if res.Mutation == nil {
+		return indentJSON(res.Review), nil
+	}
+	both := map[string]json.RawMessage{"mutating": res.Mutation.Review}
+	if slices.Contains(res.Evaluated, "validate") {
+		both["validating"] = res.Review
+	}
+	return json.MarshalIndent(both, "", "  ")
 }
 
 // asReview returns the AdmissionReview of a -f document: the document
@@ -128,100 +153,4 @@ func plural(kind string) string {
 		return k[:len(k)-1] + "ies"
 	}
 	return k + "s"
-}
-
-// reviewResponse is what the human output shows of an AdmissionReview.
-type reviewResponse struct {
-	Response *struct {
-		UID     string `json:"uid"`
-		Allowed bool   `json:"allowed"`
-		Result  *struct {
-			Code    int    `json:"code"`
-			Reason  string `json:"reason"`
-			Message string `json:"message"`
-		} `json:"status"`
-		Patch            []byte            `json:"patch"`
-		Warnings         []string          `json:"warnings"`
-		AuditAnnotations map[string]string `json:"auditAnnotations"`
-	} `json:"response"`
-}
-
-func printEvaluation(w io.Writer, res apiv1.EvaluateResponse, explain bool) error {
-	var rv reviewResponse
-	if err := json.Unmarshal(res.Review, &rv); err != nil || rv.Response == nil {
-		return fmt.Errorf("the server's answer holds no AdmissionReview response")
-	}
-	r := rv.Response
-	if r.Allowed {
-		fmt.Fprintln(w, "allowed")
-	} else {
-		line := "denied"
-		if r.Result != nil {
-			line = fmt.Sprintf("denied (%d %s): %s", r.Result.Code, r.Result.Reason, r.Result.Message)
-		}
-		fmt.Fprintln(w, line)
-	}
-	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
-	}
-	if len(r.Patch) > 0 {
-		fmt.Fprintf(w, "patch: %s\n", r.Patch)
-	}
-	if len(res.Object) > 0 {
-		var obj bytes.Buffer
-		if err := json.Indent(&obj, res.Object, "", "  "); err != nil {
-			return fmt.Errorf("the server's answer: object: %w", err)
-		}
-		fmt.Fprintf(w, "object after the mutations:\n%s\n", obj.Bytes())
-	}
-	if len(r.AuditAnnotations) > 0 {
-		fmt.Fprintf(w, "audit annotations: %s\n", labels(r.AuditAnnotations))
-	}
-	if !explain {
-		return nil
-	}
-	fmt.Fprintf(w, "\npolicy version %d", res.SnapshotVersion)
-	if res.Candidate {
-		fmt.Fprint(w, ", with the candidate objects")
-	}
-	fmt.Fprintln(w)
-	t := newTable(w, "POLICY", "BINDING", "PARAM", "MATCHED", "OUTCOME", "COST", "REASON")
-	for _, b := range res.Trace {
-		t.row(b.Policy, b.Binding, b.Param, fmt.Sprint(b.Matched), b.Outcome, fmt.Sprint(b.Cost), b.Reason)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	for _, b := range res.Trace {
-		if len(b.MatchConditions)+len(b.Validations)+len(b.AuditAnnotations) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s (binding %s", b.Policy, b.Binding)
-		if b.Param != "" {
-			fmt.Fprintf(w, ", param %s", b.Param)
-		}
-		fmt.Fprintln(w, "):")
-		for _, g := range []struct {
-			what  string
-			exprs []apiv1.ExpressionTrace
-		}{{"matchCondition", b.MatchConditions}, {"validation", b.Validations}, {"auditAnnotation", b.AuditAnnotations}} {
-			for i, x := range g.exprs {
-				name := x.Name
-				if name == "" {
-					name = fmt.Sprint(i)
-				}
-				fmt.Fprintf(w, "  %s %s: %s\n", g.what, name, x.Expression)
-				result := x.Result
-				if x.Error != "" {
-					result = "error: " + x.Error
-				}
-				fmt.Fprintf(w, "    = %s (cost %d)", result, x.Cost)
-				if x.Message != "" {
-					fmt.Fprintf(w, ": %s", x.Message)
-				}
-				fmt.Fprintln(w)
-			}
-		}
-	}
-	return nil
 }

@@ -88,9 +88,14 @@
 // interpreter. The object is held as the plugin holds it: a kind of
 // client-go's scheme as its typed Go object (decoded from the request's
 // JSON), anything else unstructured; server-side-apply merges use
-// client-go's type converter over the built-in OpenAPI models, and a kind
-// it does not know has none (the plugin's 503 "Resource kind ... not
-// found"). Expressions see the object's JSON form, or its typed view once
+// client-go's type converter over the built-in OpenAPI models, and for a
+// custom resource the converter the plugin builds from the apiserver's
+// OpenAPI v3 document of its CRD, built here with the same
+// apiextensions-apiserver code from the CRD in the cluster's inventory
+// (CRDSchemaLookup) and cached by the tenant's CRD spec
+// (crd_typeconverter.go).
+// A kind with neither has none (the plugin's 503 "Resource kind ... not
+// found"), and Result.MissingCRD says so. Expressions see the object's JSON form, or its typed view once
 // a matchCondition was evaluated in the same pass, as the plugin's
 // LazyObject does (it is used here too). The answer is an RFC 6902 patch
 // from the request's JSON to the final object: the change the mutations

@@ -37,6 +37,9 @@ type mutator struct {
 	skipped bool
 	mutated bool
 	errs    []failure
+	// mutationCost is the CEL cost of the last mutation's expression,
+	// for the trace.
+	mutationCost int64
 }
 
 // invKey identifies an invocation for reinvocation, as the plugin's key.
@@ -110,9 +113,10 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 		pass2 := *r
 		pass2.Object = st.unstructured(st.obj)
 		m = newMutator(ctx, s, &pass2, ns, st, res, cfg.trace, true)
-		n := len(res.Bindings)
+		n, nt := len(res.Bindings), len(res.Trace)
 		m.run(s.mutating.hooks, candidates)
 		m.endPass()
+		markReinvoked(res.Trace[nt:])
 		res.Bindings = append(res.Bindings[:n], dropSkipped(res.Bindings[n:])...)
 	}
 	switch {
@@ -235,7 +239,9 @@ func (m *mutator) evaluate(inv invocation) failure {
 		if va.VersionedObject.Object() == nil {
 			continue
 		}
+		before := va.VersionedObject.Object()
 		err := m.dispatchOne(&inv, &cp.mutating.mutations[i], va, gvr)
+		m.traceMutation(inv.trace, i, &cp.mutating.mutations[i], before, err)
 		if err == nil {
 			m.mutated = true
 			continue

@@ -138,7 +138,7 @@ func (m *mutator) dispatchOne(inv *invocation, cm *compiledMutation, va *admissi
 	if cm.expr == nil { // prepare has refused the policy
 		return apierrors.NewInternalError(fmt.Errorf("no patcher for policy %v", inv.policy.name))
 	}
-	tc := typeConverterFor(va.VersionedKind)
+	tc := m.typeConverter(va.VersionedKind)
 	if tc == nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("Resource kind %s not found. There can be a delay between when CustomResourceDefinitions are created and when they are available.", va.VersionedKind))
 	}
@@ -193,6 +193,7 @@ func (e *mutationEvaluator) ForInput(_ context.Context, va *admission.VersionedA
 	if err != nil {
 		return plugincel.EvaluationResult{}, -1, err
 	}
+	m.mutationCost = budget - remaining
 	res := plugincel.EvaluationResult{EvalResult: r.val, ExpressionAccessor: e.ce.result.ExpressionAccessor}
 	if r.err != nil {
 		res.Error = r.err

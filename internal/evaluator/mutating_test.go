@@ -3,6 +3,7 @@ package evaluator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -201,6 +202,58 @@ func TestMutateConcurrent(t *testing.T) {
 	for range 4 {
 		if got := <-done; got != want {
 			t.Fatalf("patch %s, want %s", got, want)
+		}
+	}
+}
+
+// TestMutateTraceMutations: the trace shows each mutation's outcome, in
+// both passes, and the binding's cost includes theirs.
+func TestMutateTraceMutations(t *testing.T) {
+	p, b := newMAP("p", admissionregistrationv1.IfNeededReinvocationPolicy,
+		applyConfig(`Object{metadata: Object.metadata{labels: {"x": "y"}}}`),
+		applyConfig(`Object{metadata: Object.metadata{labels: {"app": "web"}}}`),
+		jsonPatch(`[JSONPatch{op: "remove", path: "/metadata/annotations/nope"}]`))
+	ignore := admissionregistrationv1.Ignore
+	p.Spec.FailurePolicy = &ignore
+	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
+		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
+	res := s.Mutate(context.Background(), mutatePodRequest(), nil, WithTrace())
+	if !res.Allowed || res.Patch == nil || len(res.Trace) != 2 {
+		t.Fatalf("want a patch and a trace of two passes, got %+v", res)
+	}
+	type got struct {
+		index     int
+		patchType string
+		changed   bool
+		failed    bool
+	}
+	want := []got{{0, "ApplyConfiguration", true, false}, {1, "ApplyConfiguration", false, false}, {2, "JSONPatch", false, true}}
+	for pass, pt := range res.Trace {
+		if pt.Reinvoked != (pass == 1) || len(pt.Bindings) != 1 || pt.Bindings[0].Reinvoked != (pass == 1) {
+			t.Fatalf("pass %d: trace %+v", pass, pt)
+		}
+		bt := pt.Bindings[0]
+		var sum int64
+		var gotMs []got
+		for _, mt := range bt.Mutations {
+			gotMs = append(gotMs, got{mt.Index, mt.PatchType, mt.Changed, mt.Error != ""})
+			if mt.Cost <= 0 || mt.Expression == "" {
+				t.Errorf("pass %d: mutation %d without cost or expression: %+v", pass, mt.Index, mt)
+			}
+			sum += mt.Cost
+		}
+		w := want
+		if pass == 1 { // the label is there already: nothing changes
+			w = []got{{0, "ApplyConfiguration", false, false}, {1, "ApplyConfiguration", false, false}, {2, "JSONPatch", false, true}}
+		}
+		if fmt.Sprint(gotMs) != fmt.Sprint(w) {
+			t.Errorf("pass %d: mutations %+v, want %+v", pass, gotMs, w)
+		}
+		if bt.Cost != sum {
+			t.Errorf("pass %d: binding cost %d, mutations %d", pass, bt.Cost, sum)
+		}
+		if !strings.Contains(bt.Mutations[2].Error, "JSON Patch") {
+			t.Errorf("pass %d: the failed mutation's error: %q", pass, bt.Mutations[2].Error)
 		}
 	}
 }

@@ -12,7 +12,8 @@ type Result struct {
 	Allowed bool
 	// MissingCRD is set when a binding needed the CustomResourceDefinition
 	// of the request's custom resource, to present it in the version the
-	// policy matched, and the inventory lacks it (crds.go). A bool next to
+	// policy matched (crds.go) or to mutate it (crd_typeconverter.go), and
+	// the inventory lacks it. A bool next to
 	// Allowed takes no room: a string made every Result 16 bytes bigger.
 	MissingCRD bool
 	// Patch is, for Mutate, an RFC 6902 JSON patch that turns the

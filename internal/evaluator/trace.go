@@ -11,6 +11,9 @@ type PolicyTrace struct {
 	Matched  bool
 	Reason   string // why it did not match, or its configuration error
 	Bindings []BindingTrace
+	// Reinvoked marks, for Mutate, the traces of the second pass, where
+	// only the reinvocationPolicy IfNeeded invocations run again.
+	Reinvoked bool
 }
 
 // BindingTrace explains what happened to one binding of a matched policy.
@@ -22,8 +25,31 @@ type BindingTrace struct {
 	MatchConditions  []ExpressionTrace
 	Validations      []ExpressionTrace
 	AuditAnnotations []ExpressionTrace
-	Outcome          Outcome
-	Cost             int64 // CEL cost of the validations, messages and audit annotations
+	// Mutations are a MutatingAdmissionPolicy's mutations, in the order
+	// they were applied; those after one that ended the request are
+	// missing.
+	Mutations []MutationTrace
+	Outcome   Outcome
+	// Cost is the CEL cost of the validations, messages and audit
+	// annotations, or of the mutations' expressions.
+	Cost int64
+	// Reinvoked marks a trace of Mutate's second pass.
+	Reinvoked bool
+}
+
+// MutationTrace is one applied mutation of a MutatingAdmissionPolicy.
+type MutationTrace struct {
+	Index      int    // in spec.mutations
+	PatchType  string // ApplyConfiguration or JSONPatch
+	Expression string
+	// Changed is set when the mutation changed the object. One that
+	// applied without changing it (setting what was there, a JSON patch
+	// whose test failed) still counts as applied for reinvocation.
+	Changed bool
+	Error   string
+	// Cost is the CEL cost of the expression; 0 when it was not
+	// evaluated (a compile error, a request already ended).
+	Cost int64
 }
 
 // ExpressionTrace is one evaluated expression.
@@ -163,6 +189,9 @@ func (bt *bindingTracer) finish(br *BindingResult) {
 	}
 	for _, e := range bt.AuditAnnotations {
 		bt.Cost += e.Cost
+	}
+	for _, mt := range bt.Mutations {
+		bt.Cost += mt.Cost
 	}
 	if br.Error != "" {
 		bt.Reason = br.Error

@@ -9,7 +9,8 @@ import (
 
 // Cluster is one cluster's inventory in memory. It is safe for concurrent
 // use. Its Namespace method makes it an evaluator.NamespaceLookup, its
-// CRDConversion method an evaluator.CRDLookup.
+// CRDConversion method an evaluator.CRDLookup, its CRDObject method an
+// evaluator.CRDSchemaLookup.
 type Cluster struct {
 	mu sync.RWMutex
 	m  map[string]*corev1.Namespace
@@ -101,6 +102,17 @@ func (inv *Cluster) CRDConversion(gr schema.GroupResource) (strategy string, ver
 		return "", nil, false
 	}
 	return c.Strategy(), c.VersionNames(), true
+}
+
+// CRDObject returns the uploaded object of the CRD that serves gr and a
+// key of its spec within the tenant; false when it was not uploaded. The
+// object must not be modified.
+func (inv *Cluster) CRDObject(gr schema.GroupResource) (object []byte, key string, ok bool) {
+	c, ok := inv.CRD(gr)
+	if !ok {
+		return nil, "", false
+	}
+	return c.Object, c.key, true
 }
 
 // CRDCount returns the number of known CRDs.

@@ -2,9 +2,12 @@ package inventory
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -28,13 +31,21 @@ var kindCRDList = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomR
 
 // CRD is one CustomResourceDefinition of a cluster: the few fields the
 // gateway reads, decoded, and the whole object as uploaded. A local type
-// rather than k8s.io/apiextensions-apiserver's, which the module does not
-// otherwise need (it would bring the whole extension apiserver in).
+// rather than k8s.io/apiextensions-apiserver's: the store and the admin API
+// read a few fields, and only the evaluator, which builds the type
+// converters of custom resources from the whole object, needs that module.
 type CRD struct {
 	Name string
 	Spec CRDSpec
 	// Object is the uploaded object without metadata.managedFields.
 	Object json.RawMessage
+	// key identifies the CRD's spec within its tenant: the evaluator
+	// caches the type converter it builds from the spec under it, so that
+	// the clusters of a tenant that run the same CRD share one, and no
+	// tenant's share another's. DecodeCRD sets it to a hash of the spec
+	// (the converter reads nothing else; metadata and status differ from
+	// cluster to cluster), ListCRDs prefixes the tenant.
+	key string
 }
 
 // CRDSpec is the part of a CRD's spec the gateway reads.
@@ -129,7 +140,14 @@ func DecodeCRD(js []byte) (*CRD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CRD{Name: doc.Metadata.Name, Spec: doc.Spec, Object: obj}, nil
+	// json.Marshal writes map keys sorted: the same spec, however it was
+	// formatted, has the same hash.
+	spec, err := json.Marshal(whole["spec"])
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(spec)
+	return &CRD{Name: doc.Metadata.Name, Spec: doc.Spec, Object: obj, key: hex.EncodeToString(sum[:])}, nil
 }
 
 // checkCRD returns the field errors of a CRD the apiserver would not have
@@ -216,7 +234,12 @@ func (s *Store) ListCRDs(ctx context.Context, tenantID, clusterID int64) ([]*CRD
 		if err := row.Scan(&js); err != nil {
 			return nil, err
 		}
-		return DecodeCRD(js)
+		c, err := DecodeCRD(js)
+		if err != nil {
+			return nil, err
+		}
+		c.key = strconv.FormatInt(tenantID, 10) + "/" + c.key
+		return c, nil
 	})
 }
 

@@ -76,6 +76,10 @@ func TestCRDInventoryStore(t *testing.T) {
 			if list[0].Strategy() != ConversionWebhook {
 				return errorf("gadgets strategy = %q", list[0].Strategy())
 			}
+			// No two tenants share a cached type converter.
+			if want := fmt.Sprintf("%d/%s", tenant, widgets.key); w.key != want {
+				return errorf("widgets key = %q, want %q", w.key, want)
+			}
 			return nil
 		}},
 		{"clusters do not share CRDs", func() error {
@@ -175,4 +179,29 @@ func TestCRDUploadPropagates(t *testing.T) {
 		strategy, versions, ok := invB.CRDConversion(gr)
 		return ok && strategy == ConversionNone && reflect.DeepEqual(versions, []string{"v1", "v2"}) && invB.CRDCount() == 1
 	})
+}
+
+// The evaluator caches the type converter it builds from a CRD's spec
+// under the key CRDObject returns: the same spec must give the same key,
+// on any replica, after any reload and in any cluster (whose copy has
+// another uid), and a changed spec another one.
+func TestCRDObjectKey(t *testing.T) {
+	gr := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	v1 := mustCRD(t, crdJSON("example.com", "widgets", "", "v1"))
+	again := mustCRD(t, []byte(strings.Replace(string(crdJSON("example.com", "widgets", "", "v1")), `"uid":"u1"`, `"uid":"u2"`, 1)))
+	changed := mustCRD(t, crdJSON("example.com", "widgets", "", "v1", "v2"))
+	inv := newCluster(nil, crdIndex([]*CRD{v1}))
+	obj, key, ok := inv.CRDObject(gr)
+	if !ok || string(obj) != string(v1.Object) || key == "" {
+		t.Fatalf("CRDObject = %s, %q, %v", obj, key, ok)
+	}
+	if again.key != key {
+		t.Errorf("the same CRD spec in another cluster has keys %q and %q", key, again.key)
+	}
+	if changed.key == key {
+		t.Errorf("a changed CRD keeps the key %q", key)
+	}
+	if _, _, ok := inv.CRDObject(schema.GroupResource{Group: "example.com", Resource: "gadgets"}); ok {
+		t.Error("CRDObject of a CRD never uploaded")
+	}
 }

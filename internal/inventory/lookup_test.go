@@ -10,4 +10,5 @@ import (
 var (
 	_ evaluator.NamespaceLookup = (*inventory.Cluster)(nil)
 	_ evaluator.CRDLookup       = (*inventory.Cluster)(nil)
+	_ evaluator.CRDSchemaLookup = (*inventory.Cluster)(nil)
 )

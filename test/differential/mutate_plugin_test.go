@@ -49,6 +49,8 @@ import (
 type mutatingPlugin struct {
 	plugin *mutating.Plugin
 	stop   chan struct{}
+	// types is the dispatcher's TypeConverterManager.
+	types patch.TypeConverterManager
 }
 
 // orderedDispatcher hands the plugin's dispatcher its policies in the
@@ -114,13 +116,22 @@ var staticTypeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Sc
 
 func newMutatingPlugin(tb testing.TB, w *world) *mutatingPlugin {
 	tb.Helper()
+	return newMutatingPluginWith(tb, w, noOpenAPI{})
+}
+
+// newMutatingPluginWith is newMutatingPlugin whose type converter manager
+// reads the OpenAPI v3 documents of the kinds client-go does not know
+// from oapi, as the plugin reads them from its apiserver.
+func newMutatingPluginWith(tb testing.TB, w *world, oapi openapi.Client) *mutatingPlugin {
+	tb.Helper()
 	c := newFakeCluster(tb, w)
 	p, err := mutating.NewPlugin(nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	types := patch.NewTypeConverterManager(staticTypeConverter, oapi)
 	factory := func(a authorizer.UnconditionalAuthorizer, m *matching.Matcher, _ kubernetes.Interface) generic.Dispatcher[mutating.PolicyHook] {
-		return orderedDispatcher{mutating.NewDispatcher(a, m, patch.NewTypeConverterManager(staticTypeConverter, noOpenAPI{}))}
+		return orderedDispatcher{mutating.NewDispatcher(a, m, types)}
 	}
 	field := reflect.ValueOf(p.Plugin).Elem().FieldByName("dispatcherFactory")
 	reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Set(reflect.ValueOf(factory))
@@ -142,7 +153,7 @@ func newMutatingPlugin(tb testing.TB, w *world) *mutatingPlugin {
 	if !p.WaitForReady() {
 		tb.Fatal("plugin not ready")
 	}
-	return &mutatingPlugin{plugin: p, stop: stop}
+	return &mutatingPlugin{plugin: p, stop: stop, types: types}
 }
 
 func (a *mutatingPlugin) close() { close(a.stop) }
@@ -202,14 +213,18 @@ func heldObject(tb testing.TB, m map[string]any, gvk schema.GroupVersionKind) ru
 }
 
 func jsonForm(tb testing.TB, obj runtime.Object) map[string]any {
+	var m map[string]any
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u.Object
+		m = u.Object
+	} else {
+		var err error
+		if m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+			tb.Fatal(err)
+		}
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// Numbers as JSON has them, for comparison.
+	// Numbers as JSON has them, for comparison: an unstructured object
+	// the plugin merged holds int64s, one decoded from the patched JSON
+	// float64s, and the JSON of both is the same.
 	var out map[string]any
 	if err := json.Unmarshal(mustJSON(m), &out); err != nil {
 		tb.Fatal(err)
