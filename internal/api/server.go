@@ -38,6 +38,9 @@ type Server struct {
 	CABundle   []byte
 	// MaxBodyBytes bounds request bodies; 8 MiB when zero.
 	MaxBodyBytes int64
+	// MaxApplyDocuments bounds the objects of one apply;
+	// DefaultMaxApplyDocuments when zero.
+	MaxApplyDocuments int
 	// Snapshot and Namespaces are the webhook's own sources of a tenant's
 	// compiled policies and of a cluster's namespace inventory, so that
 	// evaluate answers exactly what the webhook would.

@@ -42,23 +42,41 @@ func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Record appends e. tenantID is 0 for gateway-wide objects.
 func (s *Store) Record(ctx context.Context, tenantID int64, e Entry) error {
-	detail := e.Detail
-	if detail == nil {
-		detail = map[string]any{}
+	return s.RecordAll(ctx, tenantID, []Entry{e})
+}
+
+// RecordAll appends the entries in one statement: a large apply records
+// one entry per changed object, and one insert each cost as much as the
+// apply itself.
+func (s *Store) RecordAll(ctx context.Context, tenantID int64, es []Entry) error {
+	rows := make([][]any, len(es))
+	for i, e := range es {
+		detail := e.Detail
+		if detail == nil {
+			detail = map[string]any{}
+		}
+		js, err := json.Marshal(detail)
+		if err != nil {
+			return fmt.Errorf("audit detail: %w", err)
+		}
+		rows[i] = []any{e.Actor, nullZero(e.TokenID), nullZero(tenantID), e.Tenant, e.Action, e.Kind, e.Namespace,
+			e.Name, e.VersionBefore, e.VersionAfter, e.DryRun, js}
 	}
-	js, err := json.Marshal(detail)
-	if err != nil {
-		return fmt.Errorf("audit detail: %w", err)
-	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO admin_audit_log
-		(actor, token_id, tenant_id, tenant, action, kind, namespace, name, version_before, version_after, dry_run, detail)
-		VALUES ($1, NULLIF($2, 0), NULLIF($3, 0), $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		e.Actor, e.TokenID, tenantID, e.Tenant, e.Action, e.Kind, e.Namespace, e.Name,
-		e.VersionBefore, e.VersionAfter, e.DryRun, js)
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"admin_audit_log"},
+		[]string{"actor", "token_id", "tenant_id", "tenant", "action", "kind", "namespace", "name",
+			"version_before", "version_after", "dry_run", "detail"},
+		pgx.CopyFromRows(rows))
 	if err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}
 	return nil
+}
+
+func nullZero(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
 }
 
 // Filter selects entries. Zero fields match everything.
