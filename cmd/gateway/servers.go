@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/deadline"
 )
 
 // listen binds the three listeners, so that Run fails at once on an address
@@ -26,9 +28,15 @@ func (m *Main) listen() error {
 	return nil
 }
 
+// handlerTimeout bounds every request of the webhook and admin listeners,
+// below their WriteTimeout so that a request cut off is answered (504) and
+// logged rather than reset. The webhook's own deadline, the apiserver's
+// ?timeout (at most 30 s), comes first.
+const handlerTimeout = 50 * time.Second
+
 func (m *Main) newServer(h http.Handler, tlsCfg *tls.Config) *http.Server {
 	srv := &http.Server{
-		Handler:   h,
+		Handler:   &deadline.Handler{Next: h, Timeout: handlerTimeout, Logger: m.Logger},
 		TLSConfig: tlsCfg,
 		// The apiserver sends its headers at once; a slow sender is not one.
 		ReadHeaderTimeout: 10 * time.Second,
