@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/api"
 	"github.com/portcullis-dev/portcullis/internal/envflag"
 	"github.com/portcullis-dev/portcullis/internal/telemetry"
 )
@@ -46,6 +47,7 @@ type Config struct {
 	PolicyCacheBytes   int64
 	PolicyResync       time.Duration
 	MaxRequestBytes    int64
+	MaxApplyDocuments  int
 	MetricsTenantLabel bool
 	Instance           string
 
@@ -91,6 +93,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block accepted")
 	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", 8<<20, "largest AdmissionReview body accepted (larger ones get 413)")
+	fs.IntVar(&c.MaxApplyDocuments, "max-apply-documents", api.DefaultMaxApplyDocuments, "most objects one apply may hold (more get 413)")
 	fs.BoolVar(&c.MetricsTenantLabel, "metrics-tenant-label", true, "label metrics by tenant (switch off for very large fleets)")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP collector URL for traces, e.g. http://otel-collector:4318 (empty: tracing off)")
 	fs.StringVar(&c.Instance, "instance", defaultInstance(), "name of this replica in decisions and logs (default: the host name)")
@@ -156,6 +159,8 @@ func (c Config) Validate() error {
 		return errors.New("--max-request-bytes must be at least 1024")
 	case c.PublicWebhookURL != "" && !strings.HasPrefix(c.PublicWebhookURL, "https://"):
 		return errors.New("--public-webhook-url must be an https:// URL")
+	case c.MaxApplyDocuments < 1:
+		return errors.New("--max-apply-documents must be at least 1")
 	case c.MaxHeaderBytes < 4096:
 		return errors.New("--max-header-bytes must be at least 4096")
 	case c.DecisionRetention < 24*time.Hour:

@@ -58,17 +58,18 @@ func (m *Main) setupAdminAPI() error {
 		webhookURL = m.WebhookURL()
 	}
 	m.AdminAPI = &api.Server{
-		Tokens:       adminauth.NewStore(m.Pool),
-		Tenancy:      m.Tenancy,
-		Policies:     m.Policies,
-		Inventory:    m.Inventory,
-		Audit:        auditlog.NewStore(m.Pool),
-		Decisions:    m.Decisions,
-		Logger:       m.Logger,
-		WebhookURL:   webhookURL,
-		CABundle:     ca,
-		MaxBodyBytes: m.Config.MaxRequestBytes,
-		Snapshot:     m.PolicyCache.Snapshot,
+		Tokens:            adminauth.NewStore(m.Pool),
+		Tenancy:           m.Tenancy,
+		Policies:          m.Policies,
+		Inventory:         m.Inventory,
+		Audit:             auditlog.NewStore(m.Pool),
+		Decisions:         m.Decisions,
+		Logger:            m.Logger,
+		WebhookURL:        webhookURL,
+		CABundle:          ca,
+		MaxBodyBytes:      m.Config.MaxRequestBytes,
+		MaxApplyDocuments: m.Config.MaxApplyDocuments,
+		Snapshot:          m.PolicyCache.Snapshot,
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
 		},
