@@ -75,7 +75,7 @@ func commands() []command {
 	return []command{
 		{"migrate", "--database-url URL", "apply pending database migrations", cmdMigrate},
 		{"bootstrap", "--database-url URL", "create the first operator token and print it once", cmdBootstrap},
-		{"login", "--server URL --token T [--ca-file F]", "check a token and save the connection in the config file", cmdLogin},
+		{"login", "--server URL (--token T | --token-stdin | --token-file F) [--ca-file F]", "check a token and save the connection in the config file", cmdLogin},
 		{"whoami", "", "show the token in use", cmdWhoAmI},
 		{"tenant create", "NAME [--display-name D]", "create a tenant (operator)", cmdTenantCreate},
 		{"tenant list", "", "list tenants", cmdTenantList},
