@@ -45,7 +45,7 @@ func TestLargeApply(t *testing.T) {
 		t.Fatalf("%d audit entries for %d changes, %v", count, 2*n, err)
 	}
 	latest := e.auditEntries()[0]
-	if latest.Actor != "alice" || latest.Name != fmt.Sprintf("p%d", n-1) || *latest.VersionAfter != 2*n || *latest.VersionBefore != n {
+	if latest.ActorName != "alice" || !strings.HasPrefix(latest.Actor, "token:") || latest.Name != fmt.Sprintf("p%d", n-1) || *latest.VersionAfter != 2*n || *latest.VersionBefore != n {
 		t.Fatalf("latest audit entry = %+v", latest)
 	}
 }

@@ -133,7 +133,8 @@ func (c *call) auditAll(es []auditlog.Entry) {
 		return
 	}
 	for i := range es {
-		es[i].Actor = c.principal.Name
+		es[i].Actor = auditlog.ActorOf(c.principal.TokenID, string(c.principal.Role))
+		es[i].ActorName = c.principal.Name
 		es[i].TokenID = c.principal.TokenID
 		if es[i].Tenant == "" {
 			es[i].Tenant = c.tenant.Name
