@@ -75,7 +75,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) token(tenantID int64, name string, role adminauth.Role) string {
 	e.t.Helper()
-	_, secret, err := e.s.Tokens.Create(context.Background(), tenantID, name, role, nil, "test")
+	_, secret, err := e.s.Tokens.Create(context.Background(), tenantID, name, role, nil, adminauth.Creator{Name: "test"})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -99,8 +99,8 @@ func commands() []command {
 		{"decisions", "--tenant T [--since 1h] [--verdict denied] [--cluster C] [--policy P] [--limit N]", "list the webhook's recent decisions", cmdDecisions},
 		{"token create", "--name N --role operator|admin|viewer [--tenant T] [--expires DURATION]", "create an admin API token; prints it once", cmdTokenCreate},
 		{"token list", "[--tenant T] [--active]", "list admin API tokens", cmdTokenList},
-		{"token revoke", "ID", "revoke an admin API token", cmdTokenRevoke},
-		{"audit", "[--tenant T] [--since 24h] [--actor A] [--kind K] [--name N]", "query the audit log of mutating calls", cmdAudit},
+		{"token revoke", "ID [--cascade]", "revoke an admin API token (and, with --cascade, every token it minted)", cmdTokenRevoke},
+		{"audit", "[--tenant T] [--since 24h] [--actor token:ID] [--actor-name N] [--kind K] [--name N]", "query the audit log of mutating calls", cmdAudit},
 	}
 }
 
