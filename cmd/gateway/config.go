@@ -27,6 +27,11 @@ type Config struct {
 	OTLPEndpoint    string // OTLP/HTTP collector for traces; empty: tracing off
 	TLSCert, TLSKey string
 
+	// MetricsTLS and MetricsTokenFile opt the operations listener into
+	// TLS and a bearer token on /metrics.
+	MetricsTLS       bool
+	MetricsTokenFile string
+
 	// ClientCACert and ClientCAKey are the CA that issues apiservers' client
 	// certificates and verifies them on the webhook listener. Under --dev
 	// without them, one is generated into StateDir; otherwise, without
@@ -81,7 +86,9 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.WebhookAddr, "webhook-addr", ":8443", "HTTPS listen address for apiservers' webhook calls")
 	fs.StringVar(&c.AdminAddr, "admin-addr", ":9443", "HTTPS listen address for the admin API and UI")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":9090", "plain-HTTP listen address for /livez, /readyz and /metrics")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":9090", "plain-HTTP listen address for /livez, /readyz and /metrics (keep it off networks that apiservers reach)")
+	fs.BoolVar(&c.MetricsTLS, "metrics-tls", false, "serve the --metrics-addr listener over HTTPS with the gateway's certificate")
+	fs.StringVar(&c.MetricsTokenFile, "metrics-token-file", "", "file holding a bearer token that /metrics then requires (/livez and /readyz stay open)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM serving certificate; reloaded when the file changes")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM key of --tls-cert")
 	fs.StringVar(&c.ClientCACert, "client-ca-cert", "", "PEM CA certificate that issues and verifies apiservers' client certificates (generated under --state-dir with --dev)")

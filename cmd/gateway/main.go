@@ -170,8 +170,9 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	m.metricsSrv = m.newServer(m.Health.Handler(m.Registry), nil)
-	m.serve(m.metricsSrv, m.metricsLn, false)
+	if err := m.serveOps(); err != nil {
+		return err
+	}
 
 	if err := m.openDatabase(ctx); err != nil {
 		return err

@@ -106,4 +106,9 @@ func (m *Main) WebhookURL() string { return listenURL("https", m.webhookLn) }
 func (m *Main) AdminURL() string { return listenURL("https", m.adminLn) }
 
 // MetricsURL is the base URL of the operations listener.
-func (m *Main) MetricsURL() string { return listenURL("http", m.metricsLn) }
+func (m *Main) MetricsURL() string {
+	if m.Config.MetricsTLS {
+		return listenURL("https", m.metricsLn)
+	}
+	return listenURL("http", m.metricsLn)
+}
