@@ -17,6 +17,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
+	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
@@ -45,15 +46,17 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, pool: pool, s: &Server{
-		Tokens:     adminauth.NewStore(pool),
-		Tenancy:    tenancy.NewStore(pool, ca),
-		Policies:   policystore.New(pool),
-		Inventory:  inventory.New(pool),
-		Audit:      auditlog.NewStore(pool),
-		Decisions:  decisions.NewStore(pool),
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		WebhookURL: "https://gateway.example:8443",
-		CABundle:   []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
+		Tokens:        adminauth.NewStore(pool),
+		Tenancy:       tenancy.NewStore(pool, ca),
+		Policies:      policystore.New(pool),
+		Inventory:     inventory.New(pool),
+		Audit:         auditlog.NewStore(pool),
+		Decisions:     decisions.NewStore(pool),
+		Limits:        limits.NewStore(pool),
+		LimitDefaults: limits.Limits{ConcurrentEvaluations: 2, CELCostPerRequest: limits.DefaultCELCostPerRequest},
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		WebhookURL:    "https://gateway.example:8443",
+		CABundle:      []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"),
 	}}
 	e.s.Snapshot, e.s.Namespaces = storeSnapshots(e.s.Policies), storeNamespaces(e.s.Inventory)
 	e.srv = httptest.NewServer(e.s.Handler())

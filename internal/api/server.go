@@ -17,6 +17,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
+	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -36,6 +37,10 @@ type Server struct {
 	// default, for generated artifacts; CABundle is the PEM that verifies it.
 	WebhookURL string
 	CABundle   []byte
+	// Limits stores the tenants' overrides of the evaluation limits, and
+	// LimitDefaults are the gateway's defaults they override.
+	Limits        *limits.Store
+	LimitDefaults limits.Limits
 	// MaxBodyBytes bounds request bodies; 8 MiB when zero.
 	MaxBodyBytes int64
 	// MaxApplyDocuments bounds the objects of one apply;
