@@ -80,6 +80,8 @@ func commands() []command {
 		{"tenant create", "NAME [--display-name D]", "create a tenant (operator)", cmdTenantCreate},
 		{"tenant list", "", "list tenants", cmdTenantList},
 		{"tenant delete", "NAME", "delete a tenant and everything in it (operator)", cmdTenantDelete},
+		{"tenant limits", "NAME", "show a tenant's evaluation limits: effective, override and default", cmdTenantLimits},
+		{"tenant set-limits", "NAME [--concurrent-evaluations N] [--cel-cost-per-request N] [--requests-per-second R]", "override a tenant's evaluation limits; 0 restores the default (operator)", cmdTenantSetLimits},
 		{"cluster create", "NAME --tenant T [--auth token|cert|basic] [--webhook-url URL] [--labels k=v,...] --out DIR", "create a cluster, its first credential and the files its apiservers need", cmdClusterCreate},
 		{"cluster list", "--tenant T [--selector k=v]", "list a tenant's clusters", cmdClusterList},
 		{"cluster delete", "NAME --tenant T", "delete a cluster and its credentials", cmdClusterDelete},
