@@ -33,6 +33,7 @@ func (m *Main) setupWebhook() {
 		Logger:           m.Logger,
 		Instance:         m.Config.Instance,
 		MaxRequestBytes:  m.Config.MaxRequestBytes,
+		Limits:           m.Limits,
 	}
 	m.WebhookMux.Handle("/t/{tenant}/validate", h)
 	mh := *h
@@ -68,6 +69,8 @@ func (m *Main) setupAdminAPI() error {
 		WebhookURL:        webhookURL,
 		CABundle:          ca,
 		MaxBodyBytes:      m.Config.MaxRequestBytes,
+		Limits:            m.LimitStore,
+		LimitDefaults:     m.Limits.Defaults(),
 		MaxApplyDocuments: m.Config.MaxApplyDocuments,
 		Snapshot:          m.PolicyCache.Snapshot,
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
