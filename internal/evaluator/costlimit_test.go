@@ -57,3 +57,20 @@ func TestCostLimitSpansTheRequest(t *testing.T) {
 		t.Fatalf("within the limit: %+v", res.Status)
 	}
 }
+
+// The limit spans a mutating request too: both of its passes and every
+// binding share it, and a mutation past it fails as the plugin's own budget
+// fails (failurePolicy Fail, the default, denies).
+func TestCostLimitSpansAMutation(t *testing.T) {
+	p, b := newMAP("p", "", applyConfig(`Object{metadata: Object.metadata{labels: {"team": "a"}}}`))
+	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
+		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
+	if res := s.Mutate(context.Background(), mutatePodRequest(), nil, WithCostLimit(1_000_000)); !res.Allowed ||
+		res.CostLimitExceeded || len(res.Patch) == 0 {
+		t.Fatalf("within the limit: %+v %s", res.Status, res.Patch)
+	}
+	res := s.Mutate(context.Background(), mutatePodRequest(), nil, WithCostLimit(1))
+	if res.Allowed || !res.CostLimitExceeded || !strings.Contains(res.Status.Message, "running out of cost budget") {
+		t.Fatalf("over the limit: %+v", res.Status)
+	}
+}
