@@ -58,9 +58,9 @@ type tenantState struct {
 	// evaluations in progress release into the one they took.
 	slots chan struct{}
 	conc  int
-	// The token bucket of the rate limit.
-	tokens float64
-	last   time.Time
+	// The token bucket of the rate limit, made for rate.
+	tokens, rate float64
+	last         time.Time
 }
 
 // NewLimiter returns a limiter with the given defaults (zero fields: no
@@ -135,8 +135,10 @@ func (l *Limiter) Admit(tenantID int64) (time.Duration, error) {
 	t := l.state(tenantID)
 	now := l.now()
 	burst := math.Max(1, rate)
-	if t.last.IsZero() {
-		t.tokens = burst
+	if t.last.IsZero() || t.rate != rate {
+		// A new or changed limit starts with a full burst: a raised
+		// limit takes effect at once.
+		t.tokens, t.rate = burst, rate
 	} else {
 		t.tokens = math.Min(burst, t.tokens+now.Sub(t.last).Seconds()*rate)
 	}

@@ -37,6 +37,13 @@ func TestLimiter(t *testing.T) {
 	if _, err := l.Admit(1); err != nil {
 		t.Fatalf("after half a second: %v", err)
 	}
+	// A raised rate takes effect at once, with its full burst.
+	l.overrides[1] = Limits{RequestsPerSecond: 100}
+	for i := range 100 {
+		if _, err := l.Admit(1); err != nil {
+			t.Fatalf("request %d after raising the rate: %v", i, err)
+		}
+	}
 
 	// Tenant 2 has one slot; the second waiter is refused.
 	ctx := context.Background()
