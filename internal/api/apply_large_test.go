@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -66,5 +67,16 @@ func TestApplyDocumentCap(t *testing.T) {
 	e.doJSON(e.adminA, "GET", "/api/v1/tenants/a/objects/ConfigMap/p0?namespace=prod", nil, http.StatusOK, nil)
 	if err := e.pool.QueryRow(t.Context(), `SELECT version FROM policy_heads WHERE tenant_id = $1`, e.tenantA.ID).Scan(&v); err != nil || v != 3 {
 		t.Fatalf("version after a refused apply = %d, %v", v, err)
+	}
+	// Candidate objects of an evaluation are held to the same cap.
+	e.doJSON(e.adminA, "POST", "/api/v1/tenants/a/clusters", apiv1.ClusterCreate{Name: "prod"}, 201, nil)
+	var objs []json.RawMessage
+	for i := range 4 {
+		objs = append(objs, json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c%d","namespace":"prod"}}`, i)))
+	}
+	code, raw = e.do(e.viewerA, "POST", "/api/v1/tenants/a/clusters/prod/evaluate",
+		apiv1.EvaluateRequest{Review: review(t, "admission.k8s.io/v1", "shop", sample(t, "pod.json")), Objects: objs})
+	if _, _, msg, _ := statusOf(t, raw); code != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "candidate objects are 4, more than the 3") {
+		t.Fatalf("4 candidates over the cap of 3: %d %s", code, raw)
 	}
 }
