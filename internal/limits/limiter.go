@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/fault"
@@ -154,7 +155,9 @@ func (l *Limiter) Admit(tenantID int64) (time.Duration, error) {
 
 // Acquire waits for one of the tenant's evaluation slots, at most a second
 // and never past ctx. The caller must call release when its evaluation
-// ends. A refusal is a TooManyRequests error.
+// ends; release may be called more than once (deferred, in case the
+// evaluation panics, and as soon as it ends). A refusal is a
+// TooManyRequests error.
 func (l *Limiter) Acquire(ctx context.Context, tenantID int64) (release func(), _ error) {
 	l.mu.Lock()
 	conc := l.defaults.Over(l.overrides[tenantID]).ConcurrentEvaluations
@@ -168,7 +171,12 @@ func (l *Limiter) Acquire(ctx context.Context, tenantID int64) (release func(), 
 	}
 	slots := t.slots
 	l.mu.Unlock()
-	release = func() { <-slots }
+	var released atomic.Bool
+	release = func() {
+		if released.CompareAndSwap(false, true) {
+			<-slots
+		}
+	}
 	select {
 	case slots <- struct{}{}:
 		return release, nil

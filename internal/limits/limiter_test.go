@@ -62,7 +62,11 @@ func TestLimiter(t *testing.T) {
 		t.Fatalf("after raising the limit: %v", err)
 	}
 	release()
+	release() // a second release gives back nothing more
 	r2()
+	if len(l.tenants[2].slots) != 0 {
+		t.Fatalf("%d slots still held", len(l.tenants[2].slots))
+	}
 	// No limit: no wait.
 	l2 := NewLimiter(Limits{}, nil, nil)
 	for range 100 {

@@ -249,6 +249,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, d, limits.LimitConcurrency, time.Second, err)
 		return
 	}
+	// A panic in the evaluation must not keep the tenant's slot.
+	defer release()
 	evalStart := time.Now()
 	var res *evaluator.Result
 	if h.Mutating {
