@@ -59,8 +59,9 @@ export PORTCULLIS_CONFIG="$(cd "$STATE" && pwd)/config.yaml"
 
 build_demo() {
   local tenants clusters review since decisions
-  say "admin login"
-  bin/admin login --server "$ADMIN_URL" --token "$TOKEN" --ca-file "$CA"
+  # The token from its file, not the command line (ps, shell history).
+  say "admin login --token-file $TOKEN_FILE"
+  bin/admin login --server "$ADMIN_URL" --token-file "$TOKEN_FILE" --ca-file "$CA"
 
   # The answers are read whole before grep looks at them: grep -q stopping
   # early must not fail the command it reads from.
@@ -71,6 +72,8 @@ build_demo() {
     say "admin tenant create demo"
     bin/admin tenant create demo --display-name "Demo tenant"
   fi
+  say "admin tenant limits demo"
+  bin/admin tenant limits demo
 
   clusters="$(bin/admin cluster list --tenant demo -o json)"
   if ! grep -q '"name": *"kind-demo"' <<<"$clusters"; then
@@ -201,6 +204,7 @@ Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
   bin/admin credential list --tenant demo --cluster kind-demo
   bin/admin decisions --tenant demo --verdict denied
   bin/admin audit --tenant demo
+  bin/admin tenant limits demo
   bin/admin help
 The webhook, as an apiserver calls it (allowed-pod.json or denied-pod.json):
   curl --cacert $CA -H "Authorization: Bearer \$(sed -n 's/^ *token: //p' $DEMO/kubeconfig.yaml)" \\

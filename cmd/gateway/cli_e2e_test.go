@@ -215,6 +215,15 @@ func TestCLINewcomerPath(t *testing.T) {
 	a.fails(1, "checking the token", "login", "--server", e.m.AdminURL(), "--token", "adm_wrong", "--ca-file", e.m.CAFile)
 	(&adminCLI{t: t, env: map[string]string{"HOME": t.TempDir()}}).fails(1, "pass the CA that signed it with --ca-file",
 		"login", "--server", e.m.AdminURL(), "--token", operator)
+	// The token from a file, not the command line.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(operator+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := (&adminCLI{t: t, env: map[string]string{"HOME": t.TempDir()}}).ok("login", "--server", e.m.AdminURL(),
+		"--token-file", tokenFile, "--ca-file", e.m.CAFile); !strings.Contains(out, "e2e-operator") {
+		t.Fatalf("login --token-file: %q", out)
+	}
 
 	// Tenant and cluster.
 	golden(t, "tenant-create.txt", a.ok("tenant", "create", "acme", "--display-name", "Acme Corp"), false)

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/api"
 	"github.com/portcullis-dev/portcullis/internal/envflag"
+	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/telemetry"
 )
 
@@ -25,6 +27,18 @@ type Config struct {
 	MetricsAddr     string
 	OTLPEndpoint    string // OTLP/HTTP collector for traces; empty: tracing off
 	TLSCert, TLSKey string
+
+	// The defaults of the tenants' evaluation limits (internal/limits);
+	// 0 is no limit, except for concurrency, where it is half the
+	// processors.
+	TenantConcurrentEvaluations int
+	TenantCELCostPerRequest     int64
+	TenantRequestsPerSecond     float64
+
+	// MetricsTLS and MetricsTokenFile opt the operations listener into
+	// TLS and a bearer token on /metrics.
+	MetricsTLS       bool
+	MetricsTokenFile string
 
 	// ClientCACert and ClientCAKey are the CA that issues apiservers' client
 	// certificates and verifies them on the webhook listener. Under --dev
@@ -52,6 +66,7 @@ type Config struct {
 	PolicyCacheBytes   int64
 	PolicyResync       time.Duration
 	MaxRequestBytes    int64
+	MaxApplyDocuments  int
 	MetricsTenantLabel bool
 	Instance           string
 
@@ -85,7 +100,12 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.WebhookAddr, "webhook-addr", ":8443", "HTTPS listen address for apiservers' webhook calls")
 	fs.StringVar(&c.AdminAddr, "admin-addr", ":9443", "HTTPS listen address for the admin API and UI")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":9090", "plain-HTTP listen address for /livez, /readyz and /metrics")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":9090", "plain-HTTP listen address for /livez, /readyz and /metrics (keep it off networks that apiservers reach)")
+	fs.IntVar(&c.TenantConcurrentEvaluations, "tenant-concurrent-evaluations", 0, "default of each tenant's concurrent evaluations per replica (0: half the processors, at least 1); more wait up to 1s, then get 429")
+	fs.Int64Var(&c.TenantCELCostPerRequest, "tenant-cel-cost-per-request", limits.DefaultCELCostPerRequest, "default of each tenant's CEL cost per request, summed over its bindings (0: no limit)")
+	fs.Float64Var(&c.TenantRequestsPerSecond, "tenant-requests-per-second", 0, "default of each tenant's requests per second per replica, more get 429 (0: no limit)")
+	fs.BoolVar(&c.MetricsTLS, "metrics-tls", false, "serve the --metrics-addr listener over HTTPS with the gateway's certificate")
+	fs.StringVar(&c.MetricsTokenFile, "metrics-token-file", "", "file holding a bearer token that /metrics then requires (/livez and /readyz stay open)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM serving certificate; reloaded when the file changes")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM key of --tls-cert")
 	fs.StringVar(&c.ClientCACert, "client-ca-cert", "", "PEM CA certificate that issues and verifies apiservers' client certificates (generated under --state-dir with --dev)")
@@ -99,6 +119,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block accepted")
 	fs.Int64Var(&c.MaxRequestBytes, "max-request-bytes", 8<<20, "largest AdmissionReview body accepted (larger ones get 413)")
+	fs.IntVar(&c.MaxApplyDocuments, "max-apply-documents", api.DefaultMaxApplyDocuments, "most objects one apply may hold (more get 413)")
 	fs.BoolVar(&c.MetricsTenantLabel, "metrics-tenant-label", true, "label metrics by tenant (switch off for very large fleets)")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP collector URL for traces, e.g. http://otel-collector:4318 (empty: tracing off)")
 	fs.StringVar(&c.Instance, "instance", defaultInstance(), "name of this replica in decisions and logs (default: the host name)")
@@ -170,6 +191,14 @@ func (c Config) Validate() error {
 		return errors.New("--max-request-bytes must be at least 1024")
 	case c.PublicWebhookURL != "" && !strings.HasPrefix(c.PublicWebhookURL, "https://"):
 		return errors.New("--public-webhook-url must be an https:// URL")
+	case c.TenantConcurrentEvaluations < 0:
+		return errors.New("--tenant-concurrent-evaluations must not be negative")
+	case c.TenantCELCostPerRequest < 0:
+		return errors.New("--tenant-cel-cost-per-request must not be negative")
+	case c.TenantRequestsPerSecond < 0:
+		return errors.New("--tenant-requests-per-second must not be negative")
+	case c.MaxApplyDocuments < 1:
+		return errors.New("--max-apply-documents must be at least 1")
 	case c.MaxHeaderBytes < 4096:
 		return errors.New("--max-header-bytes must be at least 4096")
 	case c.DecisionRetention < 24*time.Hour:

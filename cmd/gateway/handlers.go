@@ -35,6 +35,7 @@ func (m *Main) setupWebhook() {
 		Logger:           m.Logger,
 		Instance:         m.Config.Instance,
 		MaxRequestBytes:  m.Config.MaxRequestBytes,
+		Limits:           m.Limits,
 	}
 	mh := *h
 	mh.Mutating, mh.Endpoint = true, "mutate"
@@ -66,19 +67,22 @@ func (m *Main) setupAdminAPI() error {
 		webhookURL = m.WebhookURL()
 	}
 	m.AdminAPI = &api.Server{
-		Tokens:       adminauth.NewStore(m.Pool),
-		Tenancy:      m.Tenancy,
-		Policies:     m.Policies,
-		Inventory:    m.Inventory,
-		Audit:        auditlog.NewStore(m.Pool),
-		Decisions:    m.Decisions,
-		Logger:       m.Logger,
-		WebhookURL:   webhookURL,
-		CABundle:     func() ([]byte, error) { return readCABundle(caFile) },
-		MaxBodyBytes: m.Config.MaxRequestBytes,
-		Tracer:       m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/api"),
-		Propagator:   m.Tracing.Propagator,
-		Snapshot:     m.PolicyCache.Snapshot,
+		Tokens:            adminauth.NewStore(m.Pool),
+		Tenancy:           m.Tenancy,
+		Policies:          m.Policies,
+		Inventory:         m.Inventory,
+		Audit:             auditlog.NewStore(m.Pool),
+		Decisions:         m.Decisions,
+		Logger:            m.Logger,
+		WebhookURL:        webhookURL,
+		CABundle:          func() ([]byte, error) { return readCABundle(caFile) },
+		MaxBodyBytes:      m.Config.MaxRequestBytes,
+		Limits:            m.LimitStore,
+		LimitDefaults:     m.Limits.Defaults(),
+		MaxApplyDocuments: m.Config.MaxApplyDocuments,
+		Tracer:            m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/api"),
+		Propagator:        m.Tracing.Propagator,
+		Snapshot:          m.PolicyCache.Snapshot,
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
 		},

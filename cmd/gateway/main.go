@@ -26,6 +26,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/gctune"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
+	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/ops"
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
@@ -108,6 +109,10 @@ type Main struct {
 	// Namespaces serves it from memory.
 	Policies  *policystore.Store
 	Inventory *inventory.Store
+	// Limits enforces the tenants' evaluation limits on the webhook;
+	// LimitStore keeps their overrides.
+	Limits     *limits.Limiter
+	LimitStore *limits.Store
 	// Recorder receives one decision per webhook request; set it before Run
 	// to capture them (tests), else DecisionRecorder stores them.
 	Recorder decisions.Recorder
@@ -198,8 +203,9 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	m.metricsSrv = m.newServer(m.Health.Handler(m.Registry), nil)
-	m.serve(m.metricsSrv, m.metricsLn, false)
+	if err := m.serveOps(); err != nil {
+		return err
+	}
 	// The webhook and admin listeners answer 503 until everything below
 	// is wired (see coldGate).
 	m.serveHTTPS()
@@ -216,6 +222,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.setupPolicies(bg); err != nil {
 		return err
 	}
+	m.setupLimits(ctx)
 	if err := m.setupDecisions(bg); err != nil {
 		return err
 	}

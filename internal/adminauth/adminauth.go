@@ -138,9 +138,17 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 	return p, nil
 }
 
+// Creator is who creates a token: the name of the token whose call it is
+// (a label) and its id (0 when no token made the call), which RevokeTree
+// follows.
+type Creator struct {
+	Name    string
+	TokenID int64
+}
+
 // Create issues a token and returns its secret, which is not stored.
 // tenantID must be 0 for an operator token and a tenant's id otherwise.
-func (s *Store) Create(ctx context.Context, tenantID int64, name string, role Role, expiresAt *time.Time, createdBy string) (Token, string, error) {
+func (s *Store) Create(ctx context.Context, tenantID int64, name string, role Role, expiresAt *time.Time, by Creator) (Token, string, error) {
 	switch {
 	case role == RoleOperator && tenantID != 0:
 		return Token{}, "", errors.New("an operator token cannot belong to a tenant")
@@ -154,12 +162,16 @@ func (s *Store) Create(ctx context.Context, tenantID int64, name string, role Ro
 	if tenantID != 0 {
 		tid = &tenantID
 	}
+	var byID *int64
+	if by.TokenID != 0 {
+		byID = &by.TokenID
+	}
 	rows, err := s.pool.Query(ctx, `
 		WITH k AS (
-			INSERT INTO admin_tokens (name, role, token_hash, tenant_id, expires_at, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING *)
+			INSERT INTO admin_tokens (name, role, token_hash, tenant_id, expires_at, created_by, created_by_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *)
 		SELECT `+tokenColumns+` FROM k LEFT JOIN tenants t ON t.id = k.tenant_id`,
-		name, string(role), Hash(secret), tid, expiresAt, createdBy)
+		name, string(role), Hash(secret), tid, expiresAt, by.Name, byID)
 	if err != nil {
 		return Token{}, "", fmt.Errorf("create admin token: %w", err)
 	}
@@ -178,20 +190,23 @@ type Token struct {
 	TenantID   int64
 	TenantName string
 	CreatedBy  string
-	CreatedAt  time.Time
-	ExpiresAt  *time.Time
-	RevokedAt  *time.Time
-	LastUsedAt *time.Time
+	// CreatedByID is the token that created it; 0 for none (bootstrap,
+	// or created before it was recorded).
+	CreatedByID int64
+	CreatedAt   time.Time
+	ExpiresAt   *time.Time
+	RevokedAt   *time.Time
+	LastUsedAt  *time.Time
 }
 
 const tokenColumns = `k.id, k.name, k.role, coalesce(k.tenant_id, 0), coalesce(t.name, ''), k.created_by,
-	k.created_at, k.expires_at, k.revoked_at, k.last_used_at`
+	coalesce(k.created_by_id, 0), k.created_at, k.expires_at, k.revoked_at, k.last_used_at`
 
 func scanToken(row pgx.CollectableRow) (Token, error) {
 	var t Token
 	var role string
 	err := row.Scan(&t.ID, &t.Name, &role, &t.TenantID, &t.TenantName, &t.CreatedBy,
-		&t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.LastUsedAt)
+		&t.CreatedByID, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.LastUsedAt)
 	t.Role = Role(role)
 	return t, err
 }
@@ -238,4 +253,34 @@ func (s *Store) Revoke(ctx context.Context, tenantID, id int64) (Token, error) {
 		return Token{}, fmt.Errorf("revoke admin token: %w", err)
 	}
 	return tok, nil
+}
+
+// RevokeTree revokes the token id, in the tenant's scope as Revoke, and
+// every token it minted, directly or through the tokens it minted, and
+// returns them all, id first. Revoke alone leaves the minted tokens valid:
+// a token handed to automation outlives the person's token that made it.
+// RevokeTree is for a token that leaked, whose holder may have minted more.
+func (s *Store) RevokeTree(ctx context.Context, tenantID, id int64) ([]Token, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH RECURSIVE tree AS (
+			SELECT id FROM admin_tokens WHERE id = $2 AND ($1 = 0 OR tenant_id = $1)
+			UNION
+			SELECT c.id FROM admin_tokens c JOIN tree ON c.created_by_id = tree.id
+			WHERE $1 = 0 OR c.tenant_id = $1
+		), k AS (
+			UPDATE admin_tokens SET revoked_at = coalesce(revoked_at, now())
+			WHERE id IN (SELECT id FROM tree) RETURNING *)
+		SELECT `+tokenColumns+` FROM k LEFT JOIN tenants t ON t.id = k.tenant_id
+		ORDER BY k.id = $2 DESC, k.id`, tenantID, id)
+	if err != nil {
+		return nil, fmt.Errorf("revoke admin tokens: %w", err)
+	}
+	toks, err := pgx.CollectRows(rows, scanToken)
+	if err != nil {
+		return nil, fmt.Errorf("revoke admin tokens: %w", err)
+	}
+	if len(toks) == 0 {
+		return nil, ErrNotFound
+	}
+	return toks, nil
 }

@@ -97,7 +97,7 @@ func TestListAndRevokeAreScopedToTheTenant(t *testing.T) {
 	}
 	create := func(tenant int64, name string, role adminauth.Role) adminauth.Token {
 		t.Helper()
-		tok, _, err := s.Create(ctx, tenant, name, role, nil, "test")
+		tok, _, err := s.Create(ctx, tenant, name, role, nil, adminauth.Creator{Name: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}

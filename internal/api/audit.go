@@ -21,7 +21,8 @@ const (
 var auditParams = append([]param{
 	{"since", "entries at or after this time: RFC 3339, or a Go duration meaning that long ago (24h)"},
 	{"until", "entries before this time: RFC 3339, or a Go duration meaning that long ago"},
-	{"actor", "the name of the token that made the call"},
+	{"actor", "the token that made the call, as token:ID or token:ID/ROLE (the actor field)"},
+	{"actorName", "the name of the token that made the call (a label: names are not unique)"},
 	{"kind", "Tenant, Cluster, Credential, Token, or a policy object's kind (case-insensitive)"},
 	{"name", "the object's name (for credentials, the cluster's)"},
 }, pagingParams...)
@@ -40,7 +41,7 @@ func (s *Server) auditRoutes() []route {
 // listAudit serves both audit routes: on the tenant's route c.tenant
 // scopes it, on the gateway-wide one (c.tenant is zero) ?tenant= may.
 func (s *Server) listAudit(c *call) error {
-	f := auditlog.Filter{Actor: c.query("actor"), Kind: c.query("kind"), Name: c.query("name")}
+	f := auditlog.Filter{Actor: c.query("actor"), ActorName: c.query("actorName"), Kind: c.query("kind"), Name: c.query("name")}
 	if c.tenant.ID == 0 {
 		f.Tenant = c.query("tenant")
 	}

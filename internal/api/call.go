@@ -124,15 +124,26 @@ func (c *call) queryInt(name string, def int64) (int64, error) {
 // audit records a mutating call. The change has already happened, so a
 // failure to record it is logged at error level rather than returned: the
 // caller must learn that their change was made.
-func (c *call) audit(e auditlog.Entry) {
-	e.Actor = c.principal.Name
-	e.TokenID = c.principal.TokenID
-	if e.Tenant == "" {
-		e.Tenant = c.tenant.Name
+func (c *call) audit(e auditlog.Entry) { c.auditAll([]auditlog.Entry{e}) }
+
+// auditAll records the entries of one call (an apply's changed objects)
+// in one write, as audit does one.
+func (c *call) auditAll(es []auditlog.Entry) {
+	if len(es) == 0 {
+		return
 	}
-	if err := c.s.Audit.Record(context.WithoutCancel(c.ctx()), c.tenant.ID, e); err != nil {
+	for i := range es {
+		es[i].Actor = auditlog.ActorOf(c.principal.TokenID, string(c.principal.Role))
+		es[i].ActorName = c.principal.Name
+		es[i].TokenID = c.principal.TokenID
+		if es[i].Tenant == "" {
+			es[i].Tenant = c.tenant.Name
+		}
+	}
+	if err := c.s.Audit.RecordAll(context.WithoutCancel(c.ctx()), c.tenant.ID, es); err != nil {
+		e := es[0]
 		c.s.Logger.Error("admin audit log write failed; the change was made", "error", err,
-			"actor", e.Actor, "action", e.Action, "kind", e.Kind, "name", e.Name, "tenant", e.Tenant)
+			"actor", e.Actor, "action", e.Action, "kind", e.Kind, "name", e.Name, "tenant", e.Tenant, "entries", len(es))
 	}
 }
 

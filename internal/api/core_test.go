@@ -201,7 +201,7 @@ func TestTextPostgresCannotHoldIsRefused(t *testing.T) {
 func TestTenantTokenCannotOutliveItsCreator(t *testing.T) {
 	e := newEnv(t)
 	limit := time.Now().Add(time.Hour).Truncate(time.Second)
-	_, short, err := e.s.Tokens.Create(context.Background(), e.tenantA.ID, "short", adminauth.RoleAdmin, &limit, "test")
+	_, short, err := e.s.Tokens.Create(context.Background(), e.tenantA.ID, "short", adminauth.RoleAdmin, &limit, adminauth.Creator{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,11 @@ func (s *Server) evaluate(c *call) error {
 			if docs, err = splitObjects(stream.Bytes(), "objects"); err != nil {
 				return err
 			}
+			// Compiled as an apply's objects would be: the same cap.
+			if limit := s.maxApplyDocuments(); len(docs) > limit {
+				return fault.Errorf(fault.TooLarge, "the candidate objects are %d, more than the %d one apply may hold",
+					len(docs), limit)
+			}
 		}
 		snap, err = s.Policies.CandidateSnapshot(c.ctx(), c.tenant.ID, docs, req.Replace)
 	} else {

@@ -17,6 +17,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
+	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
@@ -47,15 +48,17 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, pool: pool, s: &Server{
-		Tokens:     adminauth.NewStore(pool),
-		Tenancy:    tenancy.NewStore(pool, ca),
-		Policies:   policystore.New(pool),
-		Inventory:  inventory.New(pool),
-		Audit:      auditlog.NewStore(pool),
-		Decisions:  decisions.NewStore(pool),
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		WebhookURL: "https://gateway.example:8443",
-		CABundle:   func() ([]byte, error) { return []byte(testCABundle), nil },
+		Tokens:        adminauth.NewStore(pool),
+		Tenancy:       tenancy.NewStore(pool, ca),
+		Policies:      policystore.New(pool),
+		Inventory:     inventory.New(pool),
+		Audit:         auditlog.NewStore(pool),
+		Decisions:     decisions.NewStore(pool),
+		Limits:        limits.NewStore(pool),
+		LimitDefaults: limits.Limits{ConcurrentEvaluations: 2, CELCostPerRequest: limits.DefaultCELCostPerRequest},
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		WebhookURL:    "https://gateway.example:8443",
+		CABundle:      func() ([]byte, error) { return []byte(testCABundle), nil },
 	}}
 	e.s.Snapshot, e.s.Namespaces = storeSnapshots(e.s.Policies), storeNamespaces(e.s.Inventory)
 	e.srv = httptest.NewServer(e.s.Handler())
@@ -77,7 +80,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) token(tenantID int64, name string, role adminauth.Role) string {
 	e.t.Helper()
-	_, secret, err := e.s.Tokens.Create(context.Background(), tenantID, name, role, nil, "test")
+	_, secret, err := e.s.Tokens.Create(context.Background(), tenantID, name, role, nil, adminauth.Creator{Name: "test"})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestApplyCreatedUnchangedConfigured(t *testing.T) {
 		t.Fatalf("configured = %+v", cfg)
 	}
 	last := e.auditEntries()[0]
-	if last.Action != "update" || last.Name != "baseline-max-replicas" || last.Actor != "alice" ||
+	if last.Action != "update" || last.Name != "baseline-max-replicas" || last.ActorName != "alice" || last.Actor != fmt.Sprintf("token:%d/admin", last.TokenID) ||
 		last.VersionBefore == nil || *last.VersionBefore != int64(cfg.Document+1) || last.VersionAfter == nil || *last.VersionAfter != int64(n+1) {
 		t.Fatalf("audit entry = %+v", last)
 	}

@@ -60,7 +60,7 @@ func (s *Server) routes() []route {
 		s.coreRoutes(),
 		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.artifactRoutes(), s.credentialRoutes(), s.auditRoutes(),
 		s.policyRoutes(), s.versionRoutes(), s.namespaceRoutes(), s.crdRoutes(), s.evaluateRoutes(),
-		s.decisionRoutes(), s.catalogRoutes(),
+		s.decisionRoutes(), s.catalogRoutes(), s.limitRoutes(),
 	} {
 		all = append(all, group...)
 	}

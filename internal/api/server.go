@@ -20,6 +20,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
+	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -46,8 +47,15 @@ type Server struct {
 	// joins it to the caller's traceparent.
 	Tracer     trace.Tracer
 	Propagator propagation.TextMapPropagator
+	// Limits stores the tenants' overrides of the evaluation limits, and
+	// LimitDefaults are the gateway's defaults they override.
+	Limits        *limits.Store
+	LimitDefaults limits.Limits
 	// MaxBodyBytes bounds request bodies; 8 MiB when zero.
 	MaxBodyBytes int64
+	// MaxApplyDocuments bounds the objects of one apply;
+	// DefaultMaxApplyDocuments when zero.
+	MaxApplyDocuments int
 	// Snapshot and Namespaces are the webhook's own sources of a tenant's
 	// compiled policies and of a cluster's namespace inventory, so that
 	// evaluate answers exactly what the webhook would.

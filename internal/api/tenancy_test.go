@@ -642,7 +642,7 @@ func TestTokenRoutes(t *testing.T) {
 
 	// Expired: 401.
 	past := time.Now().Add(-time.Minute)
-	_, expired, err := e.s.Tokens.Create(ctx, e.tenantA.ID, "old", adminauth.RoleAdmin, &past, "test")
+	_, expired, err := e.s.Tokens.Create(ctx, e.tenantA.ID, "old", adminauth.RoleAdmin, &past, adminauth.Creator{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -693,7 +693,7 @@ func TestAuditLog(t *testing.T) {
 		}
 		var out []row
 		for _, en := range l.Items {
-			out = append(out, row{en.Actor, en.Tenant, en.Action, en.Kind, en.Name})
+			out = append(out, row{en.ActorName, en.Tenant, en.Action, en.Kind, en.Name})
 		}
 		return out, l.Items
 	}
@@ -714,10 +714,19 @@ func TestAuditLog(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("audit log:\n got %v\nwant %v", got, want)
 	}
+	// The actor is the token's id and role; the name is only a label.
+	roles := map[string]string{"root": "operator", "alice": "admin", "bob": "admin"}
 	for _, en := range entries {
 		if en.TokenID == 0 || en.Time.IsZero() || time.Since(en.Time) > time.Minute {
 			t.Errorf("entry %+v: no token id or time", en)
 		}
+		if want := fmt.Sprintf("token:%d/%s", en.TokenID, roles[en.ActorName]); en.Actor != want {
+			t.Errorf("entry %+v: actor %q, want %q", en, en.Actor, want)
+		}
+	}
+	bob, err := e.s.Tokens.Authenticate(t.Context(), e.adminB)
+	if err != nil {
+		t.Fatal(err)
 	}
 	detail := func(i int, key string) any { return entries[i].Detail[key] }
 	if detail(5, "id") != float64(rotated.Credential.ID) || detail(6, "id") != float64(rotated.Credential.ID) ||
@@ -744,7 +753,11 @@ func TestAuditLog(t *testing.T) {
 		want  []row
 	}{
 		{"?tenant=c", []row{want[0], want[10]}},
-		{"?actor=bob", []row{want[2]}},
+		{"?actorName=bob", []row{want[2]}},
+		{fmt.Sprintf("?actor=token:%d", bob.TokenID), []row{want[2]}},
+		{fmt.Sprintf("?actor=token:%d/admin", bob.TokenID), []row{want[2]}},
+		{fmt.Sprintf("?actor=token:%d/viewer", bob.TokenID), nil},
+		{"?actor=bob", nil},
 		{"?kind=credential", want[5:8]},
 		{"?kind=Cluster&name=other", []row{want[2]}},
 		{"?since=1h", want},
@@ -771,7 +784,7 @@ func TestAuditLog(t *testing.T) {
 		var l apiv1.List[auditlog.Entry]
 		e.doJSON(e.operator, "GET", next, nil, 200, &l)
 		for _, en := range l.Items {
-			paged = append(paged, row{en.Actor, en.Tenant, en.Action, en.Kind, en.Name})
+			paged = append(paged, row{en.ActorName, en.Tenant, en.Action, en.Kind, en.Name})
 		}
 		next = ""
 		if l.Continue != "" {

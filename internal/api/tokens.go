@@ -29,14 +29,17 @@ func (s *Server) tokenRoutes() []route {
 			summary: "Create an admin token; the secret is in this answer only. Tenant admins create admin and viewer tokens of their tenant",
 			access:  authenticated, request: apiv1.TokenCreate{}, response: apiv1.TokenIssued{},
 			status: http.StatusCreated, handle: s.createToken},
-		{method: "DELETE", path: "/api/v1/tokens/{id}", summary: "Revoke an admin token",
-			access: authenticated, response: apiv1.Token{}, handle: s.revokeToken},
+		{method: "DELETE", path: "/api/v1/tokens/{id}",
+			summary:  "Revoke an admin token; the tokens it minted stay valid unless cascade is true",
+			access:   authenticated,
+			query:    []param{{"cascade", "true: revoke as well every token this one minted, directly or through the tokens it minted (revokedWith lists them)"}},
+			response: apiv1.Token{}, handle: s.revokeToken},
 	}
 }
 
 func toToken(t adminauth.Token) apiv1.Token {
 	return apiv1.Token{
-		ID: t.ID, Name: t.Name, Role: string(t.Role), Tenant: t.TenantName, CreatedBy: t.CreatedBy,
+		ID: t.ID, Name: t.Name, Role: string(t.Role), Tenant: t.TenantName, CreatedBy: t.CreatedBy, CreatedByID: t.CreatedByID,
 		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt,
 	}
 }
@@ -146,7 +149,8 @@ func (s *Server) createToken(c *call) error {
 				limit.UTC().Format(time.RFC3339))
 		}
 	}
-	tok, secret, err := s.Tokens.Create(c.ctx(), tenant.ID, in.Name, adminauth.Role(in.Role), exp, c.principal.Name)
+	tok, secret, err := s.Tokens.Create(c.ctx(), tenant.ID, in.Name, adminauth.Role(in.Role), exp,
+		adminauth.Creator{Name: c.principal.Name, TokenID: c.principal.TokenID})
 	if err != nil {
 		return err
 	}
@@ -165,17 +169,35 @@ func (s *Server) revokeToken(c *call) error {
 	if err != nil || id <= 0 {
 		return fault.InvalidField("id", "must be a token id as the token list shows it, not %q", raw)
 	}
+	cascade, err := c.queryBool("cascade")
+	if err != nil {
+		return err
+	}
 	// Scoped in the store: a tenant admin cannot reach another tenant's
 	// token, nor an operator token.
-	tok, err := s.Tokens.Revoke(c.ctx(), c.principal.TenantID, id)
+	var toks []adminauth.Token
+	if cascade {
+		toks, err = s.Tokens.RevokeTree(c.ctx(), c.principal.TenantID, id)
+	} else {
+		var tok adminauth.Token
+		tok, err = s.Tokens.Revoke(c.ctx(), c.principal.TenantID, id)
+		toks = []adminauth.Token{tok}
+	}
 	if errors.Is(err, adminauth.ErrNotFound) {
 		return fault.Errorf(fault.NotFound, "admin token %d not found", id)
 	}
 	if err != nil {
 		return err
 	}
-	c.tenant = tenancy.Tenant{ID: tok.TenantID, Name: tok.TenantName}
-	c.audit(auditlog.Entry{Action: actionRevoke, Kind: "Token", Name: tok.Name,
-		Detail: map[string]any{"id": tok.ID, "role": string(tok.Role)}})
-	return c.json(toToken(tok))
+	out := toToken(toks[0])
+	for _, tok := range toks {
+		detail := map[string]any{"id": tok.ID, "role": string(tok.Role)}
+		if tok.ID != id {
+			detail["cascadeFrom"] = id
+			out.RevokedWith = append(out.RevokedWith, tok.ID)
+		}
+		c.tenant = tenancy.Tenant{ID: tok.TenantID, Name: tok.TenantName}
+		c.audit(auditlog.Entry{Action: actionRevoke, Kind: "Token", Name: tok.Name, Detail: detail})
+	}
+	return c.json(out)
 }

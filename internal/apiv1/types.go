@@ -182,15 +182,20 @@ const (
 
 // Token describes an admin API token; it never holds the secret.
 type Token struct {
-	ID         int64      `json:"id"`
-	Name       string     `json:"name"`
-	Role       string     `json:"role"`
-	Tenant     string     `json:"tenant,omitempty"`
-	CreatedBy  string     `json:"createdBy,omitempty"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
-	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
-	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Tenant    string `json:"tenant,omitempty"`
+	CreatedBy string `json:"createdBy,omitempty"`
+	// CreatedByID is the id of the token that created it, when known.
+	CreatedByID int64      `json:"createdById,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt   *time.Time `json:"revokedAt,omitempty"`
+	LastUsedAt  *time.Time `json:"lastUsedAt,omitempty"`
+	// RevokedWith, in the answer of a revocation with ?cascade=true, are
+	// the ids of the tokens it had minted, directly or not, revoked with it.
+	RevokedWith []int64 `json:"revokedWith,omitempty"`
 }
 
 // TokenCreate is POST /api/v1/tokens. Tenant is required for admin and

@@ -83,11 +83,7 @@ func writeArtifacts(dir string, a apiv1.Artifacts) ([]string, error) {
 			continue
 		}
 		p := filepath.Join(dir, f.name)
-		if err := os.WriteFile(p, []byte(f.content), f.mode); err != nil {
-			return written, err
-		}
-		// WriteFile keeps the mode of a file that existed.
-		if err := os.Chmod(p, f.mode); err != nil {
+		if err := replaceFile(p, []byte(f.content), f.mode); err != nil {
 			return written, err
 		}
 		written = append(written, p)

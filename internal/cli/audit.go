@@ -12,6 +12,7 @@ import (
 type auditEntry struct {
 	Time          time.Time `json:"time"`
 	Actor         string    `json:"actor"`
+	ActorName     string    `json:"actorName"`
 	Tenant        string    `json:"tenant"`
 	Action        string    `json:"action"`
 	Kind          string    `json:"kind"`
@@ -28,7 +29,8 @@ func cmdAudit(e *env, args []string) error {
 	tenant := f.String("tenant", "", "only this tenant (the only choice for a tenant's token)")
 	since := f.String("since", "", "only entries after this: a duration (24h ago) or an RFC3339 time")
 	until := f.String("until", "", "only entries before this: a duration (ago) or an RFC3339 time")
-	actor := f.String("actor", "", "only calls by this token name")
+	actor := f.String("actor", "", "only calls by this token: token:ID (or token:ID/ROLE), as the ACTOR column shows it")
+	actorName := f.String("actor-name", "", "only calls by tokens of this name (names are labels, not unique)")
 	kind := f.String("kind", "", "only this kind of object")
 	name := f.String("name", "", "only objects of this name")
 	limit := f.Int("limit", 100, "at most this many, newest first")
@@ -48,7 +50,7 @@ func cmdAudit(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	q := listQuery(*limit, map[string]string{"since": *since, "until": *until, "actor": *actor, "kind": *kind, "name": *name})
+	q := listQuery(*limit, map[string]string{"since": *since, "until": *until, "actor": *actor, "actorName": *actorName, "kind": *kind, "name": *name})
 	path := apiPath("audit")
 	if *tenant != "" {
 		// An operator asks the gateway-wide log, which keeps the entries
@@ -77,7 +79,7 @@ func printAudit(w io.Writer, now time.Time, entries []auditEntry) error {
 		_, err := fmt.Fprintln(w, "No audit entries found.")
 		return err
 	}
-	t := newTable(w, "ACTOR", "TENANT", "ACTION", "KIND", "NAMESPACE", "NAME", "VERSION", "AGE")
+	t := newTable(w, "ACTOR", "ACTOR NAME", "TENANT", "ACTION", "KIND", "NAMESPACE", "NAME", "VERSION", "AGE")
 	for _, x := range entries {
 		v := ""
 		switch {
@@ -92,7 +94,7 @@ func printAudit(w io.Writer, now time.Time, entries []auditEntry) error {
 		if x.DryRun {
 			action += " (dry run)"
 		}
-		t.row(x.Actor, x.Tenant, action, x.Kind, x.Namespace, x.Name, v, age(now, x.Time))
+		t.row(x.Actor, x.ActorName, x.Tenant, action, x.Kind, x.Namespace, x.Name, v, age(now, x.Time))
 	}
 	return t.flush()
 }

@@ -75,11 +75,13 @@ func commands() []command {
 	return []command{
 		{"migrate", "--database-url URL", "apply pending database migrations", cmdMigrate},
 		{"bootstrap", "--database-url URL", "create the first operator token and print it once", cmdBootstrap},
-		{"login", "--server URL --token T [--ca-file F]", "check a token and save the connection in the config file", cmdLogin},
+		{"login", "--server URL (--token T | --token-stdin | --token-file F) [--ca-file F]", "check a token and save the connection in the config file", cmdLogin},
 		{"whoami", "", "show the token in use", cmdWhoAmI},
 		{"tenant create", "NAME [--display-name D]", "create a tenant (operator)", cmdTenantCreate},
 		{"tenant list", "", "list tenants", cmdTenantList},
 		{"tenant delete", "NAME", "delete a tenant and everything in it (operator)", cmdTenantDelete},
+		{"tenant limits", "NAME", "show a tenant's evaluation limits: effective, override and default", cmdTenantLimits},
+		{"tenant set-limits", "NAME [--concurrent-evaluations N] [--cel-cost-per-request N] [--requests-per-second R]", "override a tenant's evaluation limits; 0 restores the default (operator)", cmdTenantSetLimits},
 		{"cluster create", "NAME --tenant T [--auth token|cert|basic] [--webhook-url URL] [--labels k=v,...] --out DIR", "create a cluster, its first credential and the files its apiservers need", cmdClusterCreate},
 		{"cluster list", "--tenant T [--selector k=v]", "list a tenant's clusters", cmdClusterList},
 		{"cluster label", "NAME --tenant T k=v ... k- ... [--overwrite]", "set (k=v) or remove (k-) a cluster's labels", cmdClusterLabel},
@@ -104,8 +106,8 @@ func commands() []command {
 		{"decisions", "--tenant T [--since 1h] [--verdict denied] [--cluster C] [--policy P] [--limit N]", "list the webhook's recent decisions", cmdDecisions},
 		{"token create", "--name N --role operator|admin|viewer [--tenant T] [--expires DURATION]", "create an admin API token; prints it once", cmdTokenCreate},
 		{"token list", "[--tenant T] [--active]", "list admin API tokens", cmdTokenList},
-		{"token revoke", "ID", "revoke an admin API token", cmdTokenRevoke},
-		{"audit", "[--tenant T] [--since 24h] [--actor A] [--kind K] [--name N]", "query the audit log of mutating calls", cmdAudit},
+		{"token revoke", "ID [--cascade]", "revoke an admin API token (and, with --cascade, every token it minted)", cmdTokenRevoke},
+		{"audit", "[--tenant T] [--since 24h] [--actor token:ID] [--actor-name N] [--kind K] [--name N]", "query the audit log of mutating calls", cmdAudit},
 	}
 }
 

@@ -43,7 +43,7 @@ func TestCommandLineErrors(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{"group without verb", []string{"tenant"}, 2, "tenant needs a subcommand: create, delete, list"},
+		{"group without verb", []string{"tenant"}, 2, "tenant needs a subcommand: create, delete, limits, list, set-limits"},
 		{"unknown verb", []string{"tenant", "remove", "x"}, 2, `unknown subcommand "remove" of tenant`},
 		{"no server", []string{"tenant", "list"}, 2, "no server to talk to: run `admin login --server URL --token T"},
 		{"no token", []string{"tenant", "list", "--server", "https://x"}, 2, "no token for https://x"},

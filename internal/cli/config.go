@@ -60,12 +60,8 @@ func writeConfig(path string, cfg Config) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	// The file holds a token: write it private, and fix the mode of a file
-	// that was already there.
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o600)
+	// The file holds a token: a new private file replaces the old one.
+	return replaceFile(path, b, 0o600)
 }
 
 // connFlags are the flags of every command that calls the API.

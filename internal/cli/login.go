@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,7 +15,12 @@ import (
 func cmdLogin(e *env, args []string) error {
 	f := e.newFlags("login")
 	c := f.conn(false)
+	fromStdin := f.Bool("token-stdin", false, "read the token from standard input (one line), not the command line")
+	fromFile := f.String("token-file", "", "read the token from this file (its first line), not the command line")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
+		return err
+	}
+	if err := e.loginToken(c, *fromStdin, *fromFile); err != nil {
 		return err
 	}
 	cfg := e.flagsOrEnv(c)
@@ -45,6 +52,49 @@ func cmdLogin(e *env, args []string) error {
 		return err
 	}
 	e.printf("Logged in to %s as %s. Saved in %s.\n", cfg.Server, describeWho(who), path)
+	return nil
+}
+
+// loginToken sets c.token from standard input or a file when asked: a
+// token on the command line is visible to every user of the machine (ps,
+// /proc) and lands in the shell's history.
+func (e *env) loginToken(c *connFlags, fromStdin bool, file string) error {
+	sources := 0
+	for _, set := range []bool{c.token != "", fromStdin, file != ""} {
+		if set {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return usageErr("give the token one way: --token, --token-stdin or --token-file")
+	}
+	var (
+		r    io.Reader
+		from string
+	)
+	switch {
+	case fromStdin:
+		r, from = e.stdin, "standard input"
+	case file != "":
+		fh, err := os.Open(file)
+		if err != nil {
+			return usageErr("--token-file: %v", err)
+		}
+		defer fh.Close()
+		r, from = fh, file
+	default:
+		return nil
+	}
+	// A token is one line; the limit stops a wrong file from being read
+	// whole.
+	line, err := bufio.NewReader(io.LimitReader(r, 64<<10)).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("reading the token from %s: %w", from, err)
+	}
+	c.token = strings.TrimSpace(line)
+	if c.token == "" {
+		return usageErr("no token in %s", from)
+	}
 	return nil
 }
 

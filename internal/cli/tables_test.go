@@ -94,7 +94,7 @@ func TestObjectAndDecisionTables(t *testing.T) {
 			UserName: "bob", Verdict: "allowed", MutatedBy: []string{"team-label", "default-image-pull-policy", "spot-toleration"}}})
 	b.WriteString("--\n")
 	before, after := int64(3), int64(4)
-	printAudit(&b, now, []auditEntry{{Time: now.Add(-time.Minute), Actor: "ops", Tenant: "acme", Action: "apply", Kind: "ValidatingAdmissionPolicy",
+	printAudit(&b, now, []auditEntry{{Time: now.Add(-time.Minute), Actor: "token:7/admin", ActorName: "ops", Tenant: "acme", Action: "apply", Kind: "ValidatingAdmissionPolicy",
 		Name: "limits", VersionBefore: &before, VersionAfter: &after, DryRun: true}})
 	want := `NAME     KIND                        VALIDATIONS   FAILURE POLICY   PARAM KIND   VERSION   AGE
 limits   ValidatingAdmissionPolicy   2             Ignore           ConfigMap    4         60m
@@ -112,8 +112,8 @@ denied    prod-eu   CREATE      Pod    shop        api-x   system:serviceaccount
 denied    prod-eu   CREATE      Pod    shop        api-y   alice                                                     a,b,+1 more              <none>                                         three policies                                                 3m
 allowed   prod-eu   CREATE      Pod    shop        api-z   bob                                                       <none>                   team-label,default-image-pull-policy,+1 more   <none>                                                         4m
 --
-ACTOR   TENANT   ACTION            KIND                        NAMESPACE   NAME     VERSION   AGE
-ops     acme     apply (dry run)   ValidatingAdmissionPolicy   <none>      limits   3 -> 4    60s
+ACTOR           ACTOR NAME   TENANT   ACTION            KIND                        NAMESPACE   NAME     VERSION   AGE
+token:7/admin   ops          acme     apply (dry run)   ValidatingAdmissionPolicy   <none>      limits   3 -> 4    60s
 `
 	if b.String() != want {
 		t.Fatalf("tables:\n%s\nwant:\n%s", b.String(), want)

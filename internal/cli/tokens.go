@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
@@ -87,6 +89,7 @@ func printTokens(w io.Writer, now time.Time, tokens []apiv1.Token) error {
 func cmdTokenRevoke(e *env, args []string) error {
 	f := e.newFlags("token revoke")
 	c := f.conn(true)
+	cascade := f.Bool("cascade", false, "revoke as well every token this one minted, directly or not")
 	pos, err := f.parse(args, 1, 1, "ID")
 	if err != nil {
 		return err
@@ -100,12 +103,27 @@ func cmdTokenRevoke(e *env, args []string) error {
 		return err
 	}
 	var tk apiv1.Token
-	raw, err := cl.sendJSON(e, http.MethodDelete, apiPath("tokens", id), nil, nil, &tk)
+	var q url.Values
+	if *cascade {
+		q = url.Values{"cascade": {"true"}}
+	}
+	raw, err := cl.sendJSON(e, http.MethodDelete, apiPath("tokens", id), q, nil, &tk)
 	if err != nil {
 		return err
 	}
 	return e.emit(c, raw, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "token %d (%q) revoked\n", tk.ID, tk.Name)
+		msg := fmt.Sprintf("token %d (%q) revoked", tk.ID, tk.Name)
+		switch n := len(tk.RevokedWith); {
+		case *cascade && n == 0:
+			msg += "; it had minted no token"
+		case n > 0:
+			ids := make([]string, n)
+			for i, id := range tk.RevokedWith {
+				ids[i] = strconv.FormatInt(id, 10)
+			}
+			msg += fmt.Sprintf(", with the %d token(s) it had minted: %s", n, strings.Join(ids, ", "))
+		}
+		_, err := fmt.Fprintln(w, msg)
 		return err
 	})
 }

@@ -21,7 +21,10 @@ func (d *dispatcher) matchConditions(inv *invocation) bool {
 	trace := inv.trace.matchConditions()
 	_, gvk := d.matched(inv)
 	fr := d.newFrame(cp, inv.param, d.requestValue(d.req.RequestResource, gvk), celtypes.NullValue, trace)
-	results, _, err := fr.forInput(cp.matchExprs, celconfig.RuntimeCELCostBudgetMatchConditions)
+	const usual = int64(celconfig.RuntimeCELCostBudgetMatchConditions)
+	given := d.budget(usual)
+	results, remaining, err := fr.forInput(cp.matchExprs, given)
+	d.charge(usual, given, remaining)
 	trace.matchConditions(cp.matchConditions)
 	if err != nil {
 		if f == admissionregistrationv1.Fail {

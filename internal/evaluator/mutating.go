@@ -107,12 +107,16 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 	}
 	first := st.obj
 	m := newMutator(ctx, s, r, ns, st, res, cfg.trace, false)
+	// One limit for both passes: they are one request.
+	cost := newCostLimit(cfg.costLimit)
+	m.cost = cost
 	m.run(s.mutating.hooks, candidates)
 	m.endPass()
 	if st.statusErr == nil && len(res.Denials) == 0 && st.shouldReinvoke {
 		pass2 := *r
 		pass2.Object = st.unstructured(st.obj)
 		m = newMutator(ctx, s, &pass2, ns, st, res, cfg.trace, true)
+		m.cost = cost
 		n, nt := len(res.Bindings), len(res.Trace)
 		m.run(s.mutating.hooks, candidates)
 		m.endPass()
@@ -129,6 +133,7 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 	case st.obj != first:
 		res.Object, res.Patch = st.patch(r.Object, first)
 	}
+	res.CostLimitExceeded = cost != nil && cost.exceeded
 	return res
 }
 

@@ -189,7 +189,14 @@ func (e *mutationEvaluator) ForInput(_ context.Context, va *admission.VersionedA
 	request := m.requestValue(m.matched(inv))
 	_, ns := m.namespaceValues(inv.namespace)
 	fr := m.newFrame(inv.policy, inv.param, request, ns, nil)
-	r, remaining, err := fr.evaluate(e.ce, budget)
+	given := m.budget(budget)
+	r, remaining, err := fr.evaluate(e.ce, given)
+	// The patcher's budget, not the limit's cut of it, goes on: what it
+	// gets back is its budget less what the expression cost.
+	m.charge(budget, given, remaining)
+	if remaining >= 0 {
+		remaining = budget - (given - remaining)
+	}
 	if err != nil {
 		return plugincel.EvaluationResult{}, -1, err
 	}

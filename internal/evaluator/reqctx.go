@@ -70,6 +70,8 @@ type reqCtx struct {
 	// LazyObject gives): frames then read objVal and oldVal, never the
 	// typed view of the request as received.
 	heldObjects bool
+	// cost is the request's cost limit; nil without one (costlimit.go).
+	cost *costLimit
 }
 
 type requestVal struct {

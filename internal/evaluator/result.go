@@ -43,6 +43,9 @@ type Result struct {
 	UnknownNamespace string
 	// Trace is filled only with WithTrace().
 	Trace []PolicyTrace
+	// CostLimitExceeded is set when the request's cost limit
+	// (WithCostLimit) stopped an evaluation.
+	CostLimitExceeded bool
 }
 
 // AuditAnnotation is one audit annotation key/value pair.
@@ -168,8 +171,9 @@ type Denial struct {
 type ValidateOption func(*validateConfig)
 
 type validateConfig struct {
-	trace bool
-	exact bool // no fast interpreter; the tests compare the two
+	trace     bool
+	exact     bool // no fast interpreter; the tests compare the two
+	costLimit int64
 }
 
 // WithTrace asks Validate to fill Result.Trace.

@@ -100,6 +100,7 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 	}
 	candidates := s.candidates(r, cfg.trace)
 	v := newValidator(ctx, s, r, ns, cfg.trace, !cfg.exact)
+	v.cost = newCostLimit(cfg.costLimit)
 	v.run(s.hooks, candidates)
 	if v.redo {
 		if v.typed == nil || v.typed.err == nil {
@@ -110,9 +111,12 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 		// found that the object does not decode into its type, which must
 		// fail every expression list (typed.go), not only cel-go's.
 		v = newValidator(ctx, s, r, ns, cfg.trace, false)
+		v.cost = newCostLimit(cfg.costLimit)
 		v.run(s.hooks, candidates)
 	}
-	return v.finish()
+	res := v.finish()
+	res.CostLimitExceeded = v.cost != nil && v.cost.exceeded
+	return res
 }
 
 func newValidator(ctx context.Context, s *Snapshot, r *Request, ns NamespaceLookup, trace, fast bool) *validator {
@@ -145,12 +149,15 @@ func (v *validator) validations(inv *invocation, request, ns ref.Val) bool {
 	cp, vp := inv.policy, inv.policy.validating
 	trace := inv.trace.validations()
 	var results []exprResult
-	remaining := int64(celconfig.RuntimeCELCostBudget)
+	const usual = int64(celconfig.RuntimeCELCostBudget)
+	given := v.budget(usual)
+	remaining := given
 	if len(vp.validationExprs) > 0 {
 		fr := v.newFrame(cp, inv.param, request, ns, trace)
 		var err error
 		results, remaining, err = fr.forInput(vp.validationExprs, remaining)
 		if err != nil {
+			v.charge(usual, given, -1)
 			inv.fail(CauseError, err.Error())
 			return false
 		}
@@ -159,8 +166,9 @@ func (v *validator) validations(inv *invocation, request, ns ref.Val) bool {
 	var msgErr error
 	if len(vp.messageExprs) > 0 {
 		fr := v.newFrame(cp, inv.param, request, ns, nil)
-		messages, _, msgErr = fr.forInput(vp.messageExprs, remaining)
+		messages, remaining, msgErr = fr.forInput(vp.messageExprs, remaining)
 	}
+	v.charge(usual, given, remaining)
 	f := failurePolicyOf(cp)
 	v.decisions = slices.Grow(v.decisions[:0], len(results))[:len(results)]
 	for i := range results {
@@ -225,7 +233,10 @@ func (v *validator) auditAnnotations(inv *invocation, request, ns ref.Val) {
 	}
 	trace := inv.trace.auditAnnotations()
 	fr := v.newFrame(cp, inv.param, request, ns, trace)
-	results, _, err := fr.forInput(vp.auditExprs, celconfig.RuntimeCELCostBudget)
+	const usual = int64(celconfig.RuntimeCELCostBudget)
+	given := v.budget(usual)
+	results, remaining, err := fr.forInput(vp.auditExprs, given)
+	v.charge(usual, given, remaining)
 	if err != nil {
 		inv.fail(CauseError, err.Error())
 		return

@@ -37,7 +37,9 @@ type ApplyOutcome struct {
 }
 
 // ApplyAll creates or updates every document (one YAML or JSON object each)
-// in one transaction: if any is refused, nothing is written. Each document
+// in one transaction: if any is refused, nothing is written. The changed
+// documents take consecutive versions in document order and the tenant's
+// version moves once, with one notification (see writeAll). Each document
 // is validated as Apply validates it; a refusal is one fault.Invalid error
 // whose causes name every bad field as documents[i].<field>, with the
 // object's kind and name in the message. A document that repeats an object of an
@@ -59,46 +61,34 @@ func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, doc
 		version int64
 	)
 	err = s.inTxDry(ctx, dryRun, func(tx pgx.Tx) error {
-		// The head lock first, as in write: the whole apply serialises
-		// with the tenant's other writers, so each VersionBefore (read by
-		// write) is the version this apply replaces.
-		if _, err := lockHead(ctx, tx, tenantID); err != nil {
+		// The head lock first, as in writeAll: the whole apply serialises
+		// with the tenant's other writers, so each VersionBefore is the
+		// version this apply replaces.
+		head, err := lockHead(ctx, tx, tenantID)
+		if err != nil {
 			return err
 		}
-		out = make([]ApplyOutcome, len(ds))
+		items := make([]writeItem, len(ds))
 		for i, d := range ds {
-			// A savepoint per document: an unchanged object releases its
-			// version bump (and its notification) without undoing the
-			// documents before it.
-			sp, err := tx.Begin(ctx)
-			if err != nil {
-				return err
-			}
-			obj, before, err := s.write(ctx, sp, tenantID, author, d, rvs[i], OpCreate, 0)
-			var noop errNoop
-			switch {
-			case errors.As(err, &noop):
-				if err := sp.Rollback(ctx); err != nil {
-					return err
-				}
-				out[i] = ApplyOutcome{Object: noop.obj, Action: ActionUnchanged, VersionBefore: before}
-				continue
-			case err != nil:
-				return inDocument(err, "documents", i)
-			}
-			if err := sp.Commit(ctx); err != nil {
-				return err
-			}
-			action := ActionConfigured
-			if before == 0 {
-				action = ActionCreated
-			}
-			out[i] = ApplyOutcome{Object: obj, Action: action, VersionBefore: before}
+			items[i] = writeItem{d: d, rv: rvs[i], op: OpCreate}
 		}
-		if err := paramWarnings(ctx, tx, tenantID, ds, out); err != nil {
+		ws, v, err := s.writeAll(ctx, tx, tenantID, head, author, items, "documents")
+		if err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT version FROM policy_heads WHERE tenant_id = $1`, tenantID).Scan(&version)
+		version = v
+		out = make([]ApplyOutcome, len(ws))
+		for i, w := range ws {
+			action := ActionUnchanged
+			switch {
+			case w.changed && w.before == 0:
+				action = ActionCreated
+			case w.changed:
+				action = ActionConfigured
+			}
+			out[i] = ApplyOutcome{Object: w.obj, Action: action, VersionBefore: w.before}
+		}
+		return paramWarnings(ctx, tx, tenantID, ds, out)
 	})
 	if err != nil {
 		return nil, 0, err

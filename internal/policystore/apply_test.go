@@ -1,9 +1,13 @@
 package policystore
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -186,5 +190,79 @@ func TestCandidateSnapshotAndDryRunDelete(t *testing.T) {
 	}
 	if _, err := s.Delete(ctx, tenant, "bob", refVAP, DeleteOptions{ResourceVersion: "2", DryRun: true}); fault.ErrorCode(err) != fault.Conflict {
 		t.Fatalf("dry-run delete with a stale version: %v", err)
+	}
+}
+
+// An apply moves the tenant's version once, with one notification, however
+// many documents it holds; each changed document still gets its own
+// version and history entry. (Each document used to take a savepoint and
+// upsert the head row, which made an apply quadratic and sent one
+// notification per document: 6,000 objects were cut off at 60 s.)
+func TestApplyAllIsOneHeadMove(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	s := New(pool)
+	tenant := pgtest.InsertTenant(t, pool)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+ChannelPolicies); err != nil {
+		t.Fatal(err)
+	}
+	const n = 500
+	params := smallParams(n)
+	out, v, err := s.ApplyAll(ctx, tenant, "alice", params, false)
+	if err != nil || v != n {
+		t.Fatalf("apply = version %d, %v", v, err)
+	}
+	for i, o := range out {
+		if o.Action != ActionCreated || o.Object.ResourceVersion != int64(i+1) {
+			t.Fatalf("outcome %d = %s at %d", i, o.Action, o.Object.ResourceVersion)
+		}
+	}
+	// A later single write marks the end of the apply's notifications.
+	if _, err := s.Apply(ctx, tenant, "alice", vap(3)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		note, err := conn.Conn().WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("after %v: %v", got, err)
+		}
+		got = append(got, note.Payload)
+		if note.Payload == fmt.Sprintf("%d:%d", tenant, n+1) {
+			break
+		}
+	}
+	if want := []string{fmt.Sprintf("%d:%d", tenant, n), fmt.Sprintf("%d:%d", tenant, n+1)}; !slices.Equal(got, want) {
+		t.Fatalf("notifications = %v, want %v", got, want)
+	}
+	h, err := s.History(ctx, tenant, Ref{Kind: "ConfigMap", Namespace: "prod", Name: "p7"})
+	if err != nil || len(h) != 1 || h[0].Version != 8 || h[0].Operation != OpCreate || h[0].Author != "alice" {
+		t.Fatalf("history of p7 = %+v, %v", h, err)
+	}
+
+	// The same documents again, half of them changed: the unchanged keep
+	// their versions, the changed take the next ones in document order.
+	for i := 0; i < n; i += 2 {
+		params[i] = bytes.Replace(params[i], []byte("max:"), []byte("min:"), 1)
+	}
+	out, v, err = s.ApplyAll(ctx, tenant, "bob", params, false)
+	if err != nil || v != n+1+n/2 {
+		t.Fatalf("second apply = version %d, %v", v, err)
+	}
+	if out[0].Action != ActionConfigured || out[0].Object.ResourceVersion != n+2 || out[0].VersionBefore != 1 ||
+		out[1].Action != ActionUnchanged || out[1].Object.ResourceVersion != 2 ||
+		out[2].Object.ResourceVersion != n+3 || out[2].Object.Generation != 2 {
+		t.Fatalf("second apply = %+v %+v %+v", out[0], out[1], out[2])
+	}
+	h, err = s.History(ctx, tenant, Ref{Kind: "ConfigMap", Namespace: "prod", Name: "p2"})
+	if err != nil || len(h) != 2 || h[0].Operation != OpUpdate || h[0].Author != "bob" || h[1].Version != 3 {
+		t.Fatalf("history of p2 = %+v, %v", h, err)
 	}
 }

@@ -8,10 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -34,8 +32,21 @@ func (s *Store) Apply(ctx context.Context, tenantID int64, author string, data [
 	}
 	var out *Object
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		out, _, err = s.write(ctx, tx, tenantID, author, d, rv, OpCreate, 0)
-		return err
+		head, err := lockHead(ctx, tx, tenantID)
+		if err != nil {
+			return err
+		}
+		ws, _, err := s.writeAll(ctx, tx, tenantID, head, author, []writeItem{{d: d, rv: rv, op: OpCreate}}, "")
+		if err != nil {
+			return err
+		}
+		out = ws[0].obj
+		if !ws[0].changed {
+			// Nothing changes: give back the current object, as the
+			// apiserver does for a no-op update, and write nothing.
+			return errNoop{}
+		}
+		return nil
 	})
 	return out, err
 }
@@ -85,8 +96,9 @@ func (s *Store) Delete(ctx context.Context, tenantID int64, author string, ref R
 func (s *Store) Rollback(ctx context.Context, tenantID int64, author string, ref Ref, opts RollbackOptions) (RollbackResult, error) {
 	var out RollbackResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// The head lock first, as in write.
-		if _, err := lockHead(ctx, tx, tenantID); err != nil {
+		// The head lock first, as in writeAll.
+		head, err := lockHead(ctx, tx, tenantID)
+		if err != nil {
 			return err
 		}
 		old, err := getVersion(ctx, tx, tenantID, ref, opts.ToVersion)
@@ -109,8 +121,13 @@ func (s *Store) Rollback(ctx context.Context, tenantID int64, author string, ref
 		if err != nil {
 			return err
 		}
-		out.Object, out.VersionBefore, err = s.write(ctx, tx, tenantID, author, d, rv, OpRollback, opts.ToVersion)
-		return err
+		ws, _, err := s.writeAll(ctx, tx, tenantID, head, author,
+			[]writeItem{{d: d, rv: rv, op: OpRollback, rollbackOf: opts.ToVersion}}, "")
+		if err != nil {
+			return err
+		}
+		out.Object, out.VersionBefore = ws[0].obj, ws[0].before
+		return nil
 	})
 	if err != nil {
 		return RollbackResult{}, err
@@ -118,80 +135,8 @@ func (s *Store) Rollback(ctx context.Context, tenantID int64, author string, ref
 	return out, nil
 }
 
-// write stores d as the object's next version. It is Apply's and Rollback's
-// common path.
-//
-// before is the object's resourceVersion before the write, 0 when it did not
-// exist or was deleted.
-func (s *Store) write(ctx context.Context, tx pgx.Tx, tenantID int64, author string, d *decoded, rv, op string, rollbackOf int64) (_ *Object, before int64, _ error) {
-	ref := d.ref
-	// Lock the tenant's head first: writes of one tenant serialise here, so
-	// versions are gap-free in commit order and a snapshot never mixes two.
-	version, err := s.bumpVersion(ctx, tx, tenantID)
-	if err != nil {
-		return nil, 0, err
-	}
-	cur, err := getObject(ctx, tx, tenantID, ref, true)
-	if err != nil {
-		return nil, 0, err
-	}
-	live := cur != nil && !cur.Deleted
-	if live {
-		before = cur.ResourceVersion
-	}
-	if rv != "" {
-		if !live {
-			return nil, 0, conflict(ref.GroupKind(), ref.Name,
-				"the object has been deleted or does not exist; remove metadata.resourceVersion to create it")
-		}
-		if err := checkPrecondition(cur, ref, rv); err != nil {
-			return nil, 0, err
-		}
-	}
-	if live && op != OpRollback && sameContent(cur, d) {
-		// Nothing changes: give back the current object, as the apiserver
-		// does for a no-op update, and release the version bump.
-		return cur, before, errNoop{cur}
-	}
-	now := time.Now().UTC().Truncate(time.Second)
-	obj := d.obj
-	uid, generation, created := uuid.NewString(), int64(1), now
-	if live {
-		uid, generation, created = cur.UID, cur.Generation+1, cur.CreatedAt
-		if op == OpCreate {
-			op = OpUpdate
-		}
-	}
-	obj.SetUID(typesUID(uid))
-	obj.SetResourceVersion(strconv.FormatInt(version, 10))
-	obj.SetGeneration(generation)
-	obj.SetCreationTimestamp(metav1.NewTime(created))
-	js, err := obj.MarshalJSON()
-	if err != nil {
-		return nil, 0, err
-	}
-	apiVersion := d.gvk.GroupVersion().String()
-	if _, err := tx.Exec(ctx, `INSERT INTO policy_objects
-		(tenant_id, api_group, kind, namespace, name, api_version, uid, version, generation, deleted, object, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, false, $10, $11, $12)
-		ON CONFLICT (tenant_id, api_group, kind, namespace, name) DO UPDATE SET
-		  api_version = EXCLUDED.api_version, uid = EXCLUDED.uid, version = EXCLUDED.version,
-		  generation = EXCLUDED.generation, deleted = false, object = EXCLUDED.object,
-		  created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at`,
-		tenantID, ref.Group, ref.Kind, ref.Namespace, ref.Name, apiVersion, uid, version, generation, js, created, now); err != nil {
-		return nil, 0, err
-	}
-	v := &Version{Ref: ref, APIVersion: apiVersion, Version: version, Operation: op, Author: author,
-		CreatedAt: now, RollbackOf: rollbackOf}
-	if err := insertVersion(ctx, tx, tenantID, v, js); err != nil {
-		return nil, 0, err
-	}
-	return &Object{Ref: ref, APIVersion: apiVersion, ResourceVersion: version, UID: uid, Generation: generation,
-		CreatedAt: created, UpdatedAt: now, Object: obj}, before, nil
-}
-
 // errNoop aborts the transaction of a write that changes nothing.
-type errNoop struct{ obj *Object }
+type errNoop struct{}
 
 func (errNoop) Error() string { return "no change" }
 

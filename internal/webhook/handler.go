@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,6 +29,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/fault"
+	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
@@ -72,6 +75,9 @@ type Handler struct {
 	// DefaultTimeout applies when the apiserver sends no ?timeout; 10s
 	// (the webhook default) when zero.
 	DefaultTimeout time.Duration
+	// Limits bounds each tenant's requests per second, concurrent
+	// evaluations and CEL cost per request; nil for none.
+	Limits *limits.Limiter
 }
 
 // readBody reads the whole body. The apiserver sends Content-Length, so
@@ -171,6 +177,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d.TenantID, d.TenantName, d.ClusterID, d.ClusterName = id.TenantID, id.TenantName, id.ClusterID, id.ClusterName
 	authenticated = true
+	if h.Limits != nil {
+		// Before the body is even read: a tenant over its rate costs
+		// the replica as little as possible.
+		if wait, err := h.Limits.Admit(id.TenantID); err != nil {
+			h.refuse(w, d, limits.LimitRate, wait, err)
+			return
+		}
+	}
 
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		h.fail(w, d, fault.Errorf(fault.UnsupportedMediaType, "Content-Type %q is not supported: send application/json", ct))
@@ -234,14 +248,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	endStep(step, nil)
 
 	_, step = h.startStep(ctx, "evaluate")
+	release, evalOpts, err := h.limit(ctx, id.TenantID)
+	if err != nil {
+		endStep(step, err)
+		h.refuse(w, d, limits.LimitConcurrency, time.Second, err)
+		return
+	}
+	// A panic in the evaluation must not keep the tenant's slot.
+	defer release()
 	evalStart := time.Now()
 	var res *evaluator.Result
 	if h.Mutating {
-		res = snap.Compiled.Mutate(ctx, req, nss)
+		res = snap.Compiled.Mutate(ctx, req, nss, evalOpts...)
 	} else {
-		res = snap.Compiled.Validate(ctx, req, nss)
+		res = snap.Compiled.Validate(ctx, req, nss, evalOpts...)
 	}
+	release()
 	h.Metrics.observeEvaluation(id.TenantName, h.endpoint(), time.Since(evalStart))
+	if res.CostLimitExceeded {
+		h.Metrics.limited.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), limits.LimitCost).Inc()
+	}
 	endStep(step, nil)
 
 	_, step = h.startStep(ctx, "encode")
@@ -266,6 +292,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res.Allowed && !req.DryRun && !h.Mutating {
 		h.learn(id, req)
 	}
+}
+
+// limit takes one of the tenant's evaluation slots and says its cost limit.
+func (h *Handler) limit(ctx context.Context, tenantID int64) (release func(), _ []evaluator.ValidateOption, _ error) {
+	if h.Limits == nil {
+		return func() {}, nil, nil
+	}
+	release, err := h.Limits.Acquire(ctx, tenantID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var opts []evaluator.ValidateOption
+	if c := h.Limits.For(tenantID).CELCostPerRequest; c > 0 {
+		opts = append(opts, evaluator.WithCostLimit(c))
+	}
+	return release, opts, nil
+}
+
+// refuse answers a request over a tenant limit: 429 with Retry-After, so
+// that the apiserver's failurePolicy for the webhook decides.
+func (h *Handler) refuse(w http.ResponseWriter, d *decisions.Decision, limit string, wait time.Duration, err error) {
+	h.Metrics.limited.WithLabelValues(h.Metrics.tenantLabel(d.TenantName), limit).Inc()
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+	h.fail(w, d, err)
 }
 
 // evalBudget is the apiserver's ?timeout minus a margin for the answer.

@@ -38,6 +38,7 @@ type Metrics struct {
 	missingCRD       *prometheus.CounterVec
 	mutations        *prometheus.CounterVec
 	mutationFailures *prometheus.CounterVec
+	limited          *prometheus.CounterVec
 }
 
 // Buckets of the duration histograms: the apiserver's webhook timeout is
@@ -122,11 +123,15 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 			Name: "portcullis_policy_mutation_failures_total",
 			Help: "MutatingAdmissionPolicy bindings that failed on /mutate, whatever their failurePolicy did with it, by tenant, policy and cause (error, timeout, compile_error, unknown_namespace)." + policiesConfigured,
 		}, []string{"tenant", "policy", "cause"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_webhook_tenant_limited_total",
+			Help: "Requests a tenant limit stopped, by tenant and limit: requests_per_second and concurrent_evaluations answer 429 (the webhook's failurePolicy decides), cel_cost_per_request stops the evaluations past the limit with the apiserver's out-of-budget error (each binding's failurePolicy decides).",
+		}, []string{"tenant", "limit"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.evaluation, m.tenantSeconds, m.tenantEvalSecs, m.rejections, m.failOpen, m.failClosed,
 			m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace, m.missingCRD,
-			m.mutations, m.mutationFailures,
+			m.mutations, m.mutationFailures, m.limited,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "portcullis_evaluator_exact_reevaluations_total",
 				Help: "Requests evaluated a second time without the fast path, because the CEL cost budget checked against cost bounds ran out.",
@@ -232,3 +237,6 @@ func (m *Metrics) Panics() prometheus.Counter { return m.panics }
 
 // ColdUnavailable counts 503s for tenants not cached while the database is away.
 func (m *Metrics) ColdUnavailable() prometheus.Counter { return m.coldUnavailable }
+
+// Limited is the counter of requests a tenant limit stopped.
+func (m *Metrics) Limited() *prometheus.CounterVec { return m.limited }

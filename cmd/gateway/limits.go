@@ -1,0 +1,27 @@
+package main
+
+import (
+	"context"
+
+	"github.com/portcullis-dev/portcullis/internal/limits"
+)
+
+// setupLimits loads the tenants' overrides of the evaluation limits and
+// keeps them current. A failed first load leaves the defaults in force
+// until the listener connects and loads them again.
+func (m *Main) setupLimits(ctx context.Context) {
+	defaults := limits.Limits{
+		ConcurrentEvaluations: m.Config.TenantConcurrentEvaluations,
+		CELCostPerRequest:     m.Config.TenantCELCostPerRequest,
+		RequestsPerSecond:     m.Config.TenantRequestsPerSecond,
+	}
+	if defaults.ConcurrentEvaluations == 0 {
+		defaults.ConcurrentEvaluations = limits.DefaultConcurrentEvaluations()
+	}
+	m.LimitStore = limits.NewStore(m.Pool)
+	m.Limits = limits.NewLimiter(defaults, m.LimitStore, m.Logger)
+	m.Limits.Subscribe(m.Listener)
+	if err := m.Limits.Load(ctx); err != nil {
+		m.Logger.Warn("tenant limits not loaded yet; the defaults apply", "error", err)
+	}
+}

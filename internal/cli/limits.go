@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+)
+
+func cmdTenantLimits(e *env, args []string) error {
+	f := e.newFlags("tenant limits")
+	c := f.conn(true)
+	pos, err := f.parse(args, 1, 1, "NAME")
+	if err != nil {
+		return err
+	}
+	cl, err := e.connect(c)
+	if err != nil {
+		return err
+	}
+	var l apiv1.TenantLimits
+	raw, err := cl.getJSON(e, apiPath("tenants", pos[0], "limits"), nil, &l)
+	if err != nil {
+		return err
+	}
+	return e.emit(c, raw, func(w io.Writer) error { return printLimits(w, l) })
+}
+
+// cmdTenantSetLimits changes the overrides named by flags and keeps the
+// others: the API replaces all of them, so the current ones are read first.
+func cmdTenantSetLimits(e *env, args []string) error {
+	f := e.newFlags("tenant set-limits")
+	c := f.conn(true)
+	conc := f.Int("concurrent-evaluations", 0, "evaluations of the tenant at once on each replica (0: the default)")
+	cost := f.Int64("cel-cost-per-request", 0, "CEL cost of one request, summed over its bindings (0: the default)")
+	rate := f.Float64("requests-per-second", 0, "requests per second on each replica (0: the default)")
+	pos, err := f.parse(args, 1, 1, "NAME")
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if !set["concurrent-evaluations"] && !set["cel-cost-per-request"] && !set["requests-per-second"] {
+		return usageErr("give at least one of --concurrent-evaluations, --cel-cost-per-request, --requests-per-second (0 restores the default)")
+	}
+	cl, err := e.connect(c)
+	if err != nil {
+		return err
+	}
+	path := apiPath("tenants", pos[0], "limits")
+	var cur apiv1.TenantLimits
+	if _, err := cl.getJSON(e, path, nil, &cur); err != nil {
+		return err
+	}
+	o := cur.Overrides
+	if set["concurrent-evaluations"] {
+		o.ConcurrentEvaluations = *conc
+	}
+	if set["cel-cost-per-request"] {
+		o.CELCostPerRequest = *cost
+	}
+	if set["requests-per-second"] {
+		o.RequestsPerSecond = *rate
+	}
+	var l apiv1.TenantLimits
+	raw, err := cl.sendJSON(e, http.MethodPut, path, nil, o, &l)
+	if err != nil {
+		return err
+	}
+	return e.emit(c, raw, func(w io.Writer) error { return printLimits(w, l) })
+}
+
+func printLimits(w io.Writer, l apiv1.TenantLimits) error {
+	t := newTable(w, "LIMIT", "EFFECTIVE", "OVERRIDE", "DEFAULT")
+	show := func(v string, zero bool, none string) string {
+		if zero {
+			return none
+		}
+		return v
+	}
+	i := func(v int64, none string) string { return show(strconv.FormatInt(v, 10), v == 0, none) }
+	r := func(v float64, none string) string { return show(strconv.FormatFloat(v, 'g', -1, 64), v == 0, none) }
+	t.row("concurrent-evaluations", i(int64(l.Effective.ConcurrentEvaluations), "none"),
+		i(int64(l.Overrides.ConcurrentEvaluations), "-"), i(int64(l.Defaults.ConcurrentEvaluations), "none"))
+	t.row("cel-cost-per-request", i(l.Effective.CELCostPerRequest, "none"),
+		i(l.Overrides.CELCostPerRequest, "-"), i(l.Defaults.CELCostPerRequest, "none"))
+	t.row("requests-per-second", r(l.Effective.RequestsPerSecond, "none"),
+		r(l.Overrides.RequestsPerSecond, "-"), r(l.Defaults.RequestsPerSecond, "none"))
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "Limits apply on each replica to tenant %q.\n", l.Tenant)
+	return err
+}

@@ -1,0 +1,109 @@
+// Package limits bounds what one tenant's webhook requests may take from a
+// replica, so that one tenant's costly-but-legal policies or traffic never
+// slow another's: concurrent evaluations, CEL cost per request and
+// requests per second. Each has a gateway-wide default and a per-tenant
+// override, stored in Postgres and pushed to every replica by
+// notification.
+package limits
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
+	"github.com/portcullis-dev/portcullis/internal/pgnotify"
+)
+
+// Channel carries the id of a tenant whose overrides changed.
+const Channel = "portcullis_tenant_limits"
+
+// Limits are a tenant's limits on one replica. A zero field means "the
+// default" in an override, and "no limit" in the effective limits.
+type Limits struct {
+	// ConcurrentEvaluations is how many of the tenant's requests evaluate
+	// at once; the others wait their turn, briefly.
+	ConcurrentEvaluations int
+	// CELCostPerRequest bounds the CEL cost of one request summed over
+	// all its bindings (the apiserver's own budgets bound each evaluation).
+	CELCostPerRequest int64
+	// RequestsPerSecond is the sustained rate of requests; bursts of one
+	// second's worth pass.
+	RequestsPerSecond float64
+}
+
+// Over lays the override's non-zero fields over l.
+func (l Limits) Over(o Limits) Limits {
+	if o.ConcurrentEvaluations > 0 {
+		l.ConcurrentEvaluations = o.ConcurrentEvaluations
+	}
+	if o.CELCostPerRequest > 0 {
+		l.CELCostPerRequest = o.CELCostPerRequest
+	}
+	if o.RequestsPerSecond > 0 {
+		l.RequestsPerSecond = o.RequestsPerSecond
+	}
+	return l
+}
+
+// Store keeps the tenants' overrides.
+type Store struct{ pool *pgxpool.Pool }
+
+// NewStore returns a store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Get returns the tenant's overrides (zero fields where it has none).
+func (s *Store) Get(ctx context.Context, tenantID int64) (Limits, error) {
+	var l Limits
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(concurrent_evaluations, 0), coalesce(cel_cost_per_request, 0),
+		coalesce(requests_per_second, 0) FROM tenant_limits WHERE tenant_id = $1`, tenantID).
+		Scan(&l.ConcurrentEvaluations, &l.CELCostPerRequest, &l.RequestsPerSecond)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Limits{}, nil
+	}
+	return l, err
+}
+
+// Set replaces the tenant's overrides; zero fields go back to the
+// defaults. Every replica is notified.
+func (s *Store) Set(ctx context.Context, tenantID int64, l Limits) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO tenant_limits (tenant_id, concurrent_evaluations, cel_cost_per_request, requests_per_second)
+			VALUES ($1, NULLIF($2, 0), NULLIF($3, 0), NULLIF($4, 0))
+			ON CONFLICT (tenant_id) DO UPDATE SET concurrent_evaluations = EXCLUDED.concurrent_evaluations,
+			  cel_cost_per_request = EXCLUDED.cel_cost_per_request, requests_per_second = EXCLUDED.requests_per_second,
+			  updated_at = now()`,
+			tenantID, int64(l.ConcurrentEvaluations), l.CELCostPerRequest, l.RequestsPerSecond)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
+			return fault.Errorf(fault.NotFound, "tenant %d not found", tenantID)
+		}
+		if err != nil {
+			return err
+		}
+		return pgnotify.Notify(ctx, tx, Channel, strconv.FormatInt(tenantID, 10))
+	})
+}
+
+// AllOverrides returns every tenant's overrides, by tenant id.
+func (s *Store) AllOverrides(ctx context.Context) (map[int64]Limits, error) {
+	rows, err := s.pool.Query(ctx, `SELECT tenant_id, coalesce(concurrent_evaluations, 0), coalesce(cel_cost_per_request, 0),
+		coalesce(requests_per_second, 0) FROM tenant_limits`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]Limits{}
+	var (
+		id int64
+		l  Limits
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &l.ConcurrentEvaluations, &l.CELCostPerRequest, &l.RequestsPerSecond}, func() error {
+		out[id] = l
+		return nil
+	})
+	return out, err
+}

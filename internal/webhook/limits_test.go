@@ -1,0 +1,87 @@
+package webhook_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis-dev/portcullis/internal/limits"
+)
+
+// A tenant over one of its limits gets what the apiserver handles well:
+// 429 with Retry-After (the webhook's failurePolicy decides) for its rate
+// and concurrency, the apiserver's own out-of-budget error for its CEL
+// cost. Each refusal is counted by tenant and limit.
+func TestTenantLimits(t *testing.T) {
+	send := func(f *fixture, query string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/t/acme/validate"+query, strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer good")
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		return rec
+	}
+	tooMany := func(t *testing.T, rec *httptest.ResponseRecorder, what string) {
+		t.Helper()
+		ra, err := strconv.Atoi(rec.Header().Get("Retry-After"))
+		if rec.Code != http.StatusTooManyRequests || err != nil || ra < 1 ||
+			!strings.Contains(rec.Body.String(), string(metav1.StatusReasonTooManyRequests)) || !strings.Contains(rec.Body.String(), what) {
+			t.Fatalf("%d Retry-After %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	t.Run("requests per second", func(t *testing.T) {
+		f := newFixture(t)
+		f.h.Limits = limits.NewLimiter(limits.Limits{RequestsPerSecond: 1}, nil, logger)
+		if rec := send(f, ""); rec.Code != 200 {
+			t.Fatalf("first request: %d %s", rec.Code, rec.Body)
+		}
+		tooMany(t, send(f, ""), "1 requests per second")
+		if got := testutil.ToFloat64(f.h.Metrics.Limited().WithLabelValues("acme", limits.LimitRate)); got != 1 {
+			t.Fatalf("limited metric = %v", got)
+		}
+		if d := f.recorded[1]; d.HTTPStatus != 429 || d.TenantName != "acme" {
+			t.Fatalf("decision %+v", d)
+		}
+	})
+
+	t.Run("concurrent evaluations", func(t *testing.T) {
+		f := newFixture(t)
+		f.h.Limits = limits.NewLimiter(limits.Limits{ConcurrentEvaluations: 1}, nil, logger)
+		release, err := f.h.Limits.Acquire(context.Background(), 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The request waits for the slot until its deadline.
+		tooMany(t, send(f, "?timeout=200ms"), "1 concurrent evaluations")
+		release()
+		if rec := send(f, ""); rec.Code != 200 {
+			t.Fatalf("after the slot was released: %d %s", rec.Code, rec.Body)
+		}
+		if got := testutil.ToFloat64(f.h.Metrics.Limited().WithLabelValues("acme", limits.LimitConcurrency)); got != 1 {
+			t.Fatalf("limited metric = %v", got)
+		}
+	})
+
+	t.Run("CEL cost per request", func(t *testing.T) {
+		f := newFixture(t)
+		f.h.Limits = limits.NewLimiter(limits.Limits{CELCostPerRequest: 1}, nil, logger)
+		rec := send(f, "")
+		resp := check(t, "admission.k8s.io/v1", "u", rec.Body.Bytes())
+		if resp.Allowed || !strings.Contains(resp.Result.Message, "running out of cost budget") {
+			t.Fatalf("over the cost limit: %+v", resp.Result)
+		}
+		if got := testutil.ToFloat64(f.h.Metrics.Limited().WithLabelValues("acme", limits.LimitCost)); got != 1 {
+			t.Fatalf("limited metric = %v", got)
+		}
+	})
+}
