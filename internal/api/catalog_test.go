@@ -105,7 +105,7 @@ func TestCatalogInstall(t *testing.T) {
 		b.Metadata.Annotations[catalog.AnnotationClusterSelector] != "env=prod" || len(b.Spec.ValidationActions) != 1 || b.Spec.ValidationActions[0] != "Warn" {
 		t.Fatalf("installed binding = %+v", b)
 	}
-	if last := e.auditEntries()[0]; last.Action != "create" || last.Actor != "alice" {
+	if last := e.auditEntries()[0]; last.Action != "create" || last.ActorName != "alice" || !strings.HasPrefix(last.Actor, "token:") {
 		t.Fatalf("install not audited: %+v", last)
 	}
 	code, raw := e.do(e.adminA, "POST", path, nil)
@@ -223,7 +223,7 @@ data: {}
 	if res.DryRun || len(res.Removed) != 1 || res.Diff == "" {
 		t.Fatalf("upgrade = %+v", res)
 	}
-	if last := e.auditEntries()[0]; last.Action != "delete" || last.Name != "trusted-registries-old" || last.Actor != "alice" {
+	if last := e.auditEntries()[0]; last.Action != "delete" || last.Name != "trusted-registries-old" || last.ActorName != "alice" || !strings.HasPrefix(last.Actor, "token:") {
 		t.Fatalf("the upgrade's deletion was not audited: %+v", last)
 	}
 	var cm struct{ Data map[string]string }
