@@ -138,6 +138,8 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 
 	// (3) The gateway recorded both, as this cluster and for this user.
 	checkDecisions(t, g, cluster, since, allowed.Name, denied.Name)
+
+	checkBeyondCreate(t, g, cs, cluster, allowed, denied)
 }
 
 // installAdmissionConfiguration puts the kubeconfig where the

@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/portcullis-dev/portcullis/internal/testutil"
+)
+
+// checkBeyondCreate sends what else reaches the webhooks in a cluster: an
+// UPDATE of the created Pod, a scale subresource (another kind, Scale,
+// under the Deployment's rules) and a Pod in kube-system, which the
+// webhooks' namespaceSelector leaves out.
+func checkBeyondCreate(t *testing.T, g *gateway, cs kubernetes.Interface, cluster string, created, denied *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+
+	// kube-system: the Pod the baseline denies in "shop" is stored as sent,
+	// without a call to the gateway.
+	if _, err := cs.CoreV1().ServiceAccounts("kube-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: "api"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sys := denied.DeepCopy()
+	sys.Namespace = "kube-system"
+	got, err := cs.CoreV1().Pods("kube-system").Create(ctx, sys, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s in kube-system: %v", sys.Name, err)
+	}
+	if _, ok := got.Labels["example.com/team"]; ok {
+		t.Errorf("the Pod in kube-system was mutated: labels %v", got.Labels)
+	}
+
+	// An UPDATE goes through both webhooks; the CREATE-only mutations are
+	// not applied again.
+	pods := cs.CoreV1().Pods(namespace)
+	p, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels["version"] = "v2"
+	updated, err := pods.Update(ctx, p, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update %s: %v", p.Name, err)
+	}
+	checkMutations(t, "the updated Pod", created, updated)
+	if updated.Labels["version"] != "v2" {
+		t.Errorf("the update's label was lost: %v", updated.Labels)
+	}
+
+	// Scale: baseline-max-replicas matches deployments/scale, whose object
+	// is an autoscaling/v1 Scale.
+	deployments := cs.AppsV1().Deployments(namespace)
+	replicas := int32(2)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "registry.example.com/shop/web:v1"}}},
+			},
+		},
+	}
+	if _, err := deployments.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment: %v", err)
+	}
+	scale := func(n int32) error {
+		_, err := deployments.UpdateScale(ctx, d.Name, &autoscalingv1.Scale{
+			ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: namespace},
+			Spec:       autoscalingv1.ScaleSpec{Replicas: n}}, metav1.UpdateOptions{})
+		return err
+	}
+	if err := scale(10); err != nil {
+		t.Fatalf("scale to 10: %v", err)
+	}
+	// The policy sets no reason: the plugin's default is Invalid, 422.
+	err = scale(100)
+	const wantScale = `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'baseline-max-replicas' ` +
+		`with binding 'baseline-max-replicas' denied request: replicas must be at most 50, got 100`
+	if err == nil || !strings.HasSuffix(err.Error(), wantScale) || !apierrors.IsInvalid(err) {
+		t.Fatalf("scale to 100: got %v (%d), want a 422 saying %q", err, code(err), wantScale)
+	}
+	if got, err := deployments.Get(ctx, d.Name, metav1.GetOptions{}); err != nil || *got.Spec.Replicas != 10 {
+		t.Fatalf("after the denied scale: %v, %v; want 10 replicas", err, got)
+	}
+
+	// The scale's denial is recorded after the kube-system Pod was created:
+	// once it is there, the gateway would have recorded that Pod too.
+	testutil.Eventually(t, 30*time.Second, "the denied scale to be recorded", func() bool {
+		return len(decisionsOf(t, g, cluster, namespace, "--verdict", "denied", "--kind", "Scale")) == 1
+	})
+	if ds := decisionsOf(t, g, cluster, "kube-system"); len(ds) != 0 {
+		t.Errorf("the gateway was called for kube-system: %+v", ds)
+	}
+}
+
+// decisionsOf lists the decisions of cluster in ns, newest first.
+func decisionsOf(t *testing.T, g *gateway, cluster, ns string, more ...string) []decision {
+	t.Helper()
+	raw := g.run(t, append([]string{"decisions", "--tenant", tenant, "--cluster", cluster, "--namespace", ns,
+		"--limit", "500", "-o", "json"}, more...)...)
+	var list struct{ Items []decision }
+	if err := json.Unmarshal([]byte(raw), &list); err != nil {
+		t.Fatalf("admin decisions -o json: %v\n%s", err, raw)
+	}
+	return list.Items
+}
+
+func code(err error) int32 {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		return s.Status().Code
+	}
+	return 0
+}
