@@ -19,9 +19,10 @@ import (
 )
 
 // checkBeyondCreate sends what else reaches the webhooks in a cluster: an
-// UPDATE of the created Pod, a scale subresource (another kind, Scale,
-// under the Deployment's rules) and a Pod in kube-system, which the
-// webhooks' namespaceSelector leaves out.
+// UPDATE of the created Pod, an exec (CONNECT, with a PodExecOptions), a
+// scale subresource (another kind, Scale, under the Deployment's rules)
+// and a Pod in kube-system, which the webhooks' namespaceSelector leaves
+// out.
 func checkBeyondCreate(t *testing.T, g *gateway, cs kubernetes.Interface, cluster string, created, denied *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
@@ -57,6 +58,14 @@ func checkBeyondCreate(t *testing.T, g *gateway, cs kubernetes.Interface, cluste
 	checkMutations(t, "the updated Pod", created, updated)
 	if updated.Labels["version"] != "v2" {
 		t.Errorf("the update's label was lost: %v", updated.Labels)
+	}
+
+	// CONNECT: an exec reaches both webhooks with a PodExecOptions, before
+	// the apiserver finds that the Pod has no node to run it on.
+	execErr := cs.CoreV1().RESTClient().Post().Namespace(namespace).Resource("pods").Name(created.Name).
+		SubResource("exec").Param("container", "api").Param("command", "true").Param("stdout", "true").Do(ctx).Error()
+	if execErr == nil || !strings.Contains(execErr.Error(), "does not have a host assigned") {
+		t.Fatalf("exec: got %v, want the apiserver's own error after admission", execErr)
 	}
 
 	// Scale: baseline-max-replicas matches deployments/scale, whose object
@@ -98,11 +107,16 @@ func checkBeyondCreate(t *testing.T, g *gateway, cs kubernetes.Interface, cluste
 		t.Fatalf("after the denied scale: %v, %v; want 10 replicas", err, got)
 	}
 
-	// The scale's denial is recorded after the kube-system Pod was created:
-	// once it is there, the gateway would have recorded that Pod too.
+	// The scale's denial is recorded after the kube-system Pod and the exec:
+	// once it is there, the gateway would have recorded them too.
 	testutil.Eventually(t, 30*time.Second, "the denied scale to be recorded", func() bool {
 		return len(decisionsOf(t, g, cluster, namespace, "--verdict", "denied", "--kind", "Scale")) == 1
 	})
+	connects := decisionsOf(t, g, cluster, namespace, "--kind", "PodExecOptions")
+	if len(connects) != 2 || connects[0].Operation != "CONNECT" || connects[0].Verdict != "allowed" ||
+		connects[1].Verdict != "allowed" || connects[0].Endpoint == connects[1].Endpoint {
+		t.Errorf("the exec's decisions: %+v; want an allowed CONNECT from each webhook", connects)
+	}
 	if ds := decisionsOf(t, g, cluster, "kube-system"); len(ds) != 0 {
 		t.Errorf("the gateway was called for kube-system: %+v", ds)
 	}
