@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 )
@@ -21,10 +22,21 @@ import (
 // applyFile creates every object of a YAML stream, as `kubectl apply -f`
 // does on a cluster that has none of them: resources are found through
 // discovery, and unknown or duplicate fields are errors (kubectl's strict
-// field validation).
-func applyFile(t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface, path string) {
+// field validation). A warning from the apiserver fails the test too.
+func applyFile(t *testing.T, config *rest.Config, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings warningList
+	config = rest.CopyConfig(config)
+	config.WarningHandlerWithContext = &warnings
+	cs, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +66,18 @@ func applyFile(t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface, pat
 	}
 	if n == 0 {
 		t.Fatalf("%s holds no objects", path)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("%s: the apiserver warned: %q", path, warnings)
+	}
+}
+
+// warningList keeps the warnings of the apiserver's answers.
+type warningList []string
+
+func (w *warningList) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, text string) {
+	if code == 299 {
+		*w = append(*w, text)
 	}
 }
 

@@ -92,7 +92,7 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 	g.run(t, "namespaces", "import", "--tenant", tenant, "--cluster", cluster, "-f", nsFile)
 
 	// `kubectl apply -f webhooks.yaml`
-	applyFile(t, cs, dyn, filepath.Join(out, "webhooks.yaml"))
+	applyFile(t, api.config, filepath.Join(out, "webhooks.yaml"))
 
 	allowed, denied := samplePods(t)
 	pods := cs.CoreV1().Pods(namespace)
