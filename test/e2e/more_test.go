@@ -18,8 +18,9 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
-// checkBeyondCreate sends what else reaches the webhooks in a cluster: an
-// UPDATE of the created Pod, an exec (CONNECT, with a PodExecOptions), a
+// checkBeyondCreate sends what else reaches the webhooks in a cluster: a
+// namespace created after the wiring and Pods in it, an UPDATE of the
+// created Pod, an exec (CONNECT, with a PodExecOptions), a
 // scale subresource (another kind, Scale, under the Deployment's rules)
 // and a Pod in kube-system, which the webhooks' namespaceSelector leaves
 // out.
@@ -41,6 +42,35 @@ func checkBeyondCreate(t *testing.T, g *gateway, cs kubernetes.Interface, cluste
 	}
 	if _, ok := got.Labels["example.com/team"]; ok {
 		t.Errorf("the Pod in kube-system was mutated: labels %v", got.Labels)
+	}
+
+	// A namespace created after the wiring reaches the gateway through the
+	// validating webhook's namespaces rule, in time for the next request:
+	// a Pod created right after it is mutated and validated with the
+	// namespace's labels known, with no retry.
+	late := "late"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: late, Labels: map[string]string{"team": "payments"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", late, err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(late).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: "api"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inLate := created.DeepCopy()
+	inLate.Namespace = late
+	got, err = cs.CoreV1().Pods(late).Create(ctx, inLate, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s in the new namespace: %v", inLate.Name, err)
+	}
+	if got.Labels["example.com/team"] != late {
+		t.Errorf("the Pod in the new namespace: labels %v, want example.com/team=%s", got.Labels, late)
+	}
+	lateDenied := denied.DeepCopy()
+	lateDenied.Namespace = late
+	if _, err := cs.CoreV1().Pods(late).Create(ctx, lateDenied, metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "images from unapproved registries") {
+		t.Errorf("create %s in the new namespace: got %v, want the registry allowlist's denial", lateDenied.Name, err)
 	}
 
 	// An UPDATE goes through both webhooks; the CREATE-only mutations are
