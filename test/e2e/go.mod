@@ -5,6 +5,9 @@ go 1.26.0
 // k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
 // with ./staging paths in its own go.mod; replace directives of a dependency
 // do not apply here, so every one is pinned to the published v0.37.2.
+// After changing the version, regenerate them, then go mod tidy:
+//   V=v1.37.2; M=$(go mod download -json k8s.io/kubernetes@$V | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+//   for p in $(sed -n 's#^\t\(k8s.io/[^ ]*\) => ./staging.*#\1#p' $M); do go mod edit -replace=$p=$p@v0${V#v1}; done
 replace (
 	github.com/portcullis-dev/portcullis => ../..
 	k8s.io/api => k8s.io/api v0.37.2
