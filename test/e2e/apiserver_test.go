@@ -60,6 +60,8 @@ func startAPIServer(t *testing.T, bin, etcd, prefix, admissionConfig string) *ap
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Throwaway: it dies with the test binary, also when that is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// Only loopback: a proxy in the environment must not see the webhook
 	// calls or the etcd traffic.
 	cmd.Env = append(os.Environ(), "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1")

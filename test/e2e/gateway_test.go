@@ -50,6 +50,8 @@ func startGateway(t *testing.T, gatewayBin, adminBin string) *gateway {
 	cmd := exec.Command(gatewayBin, "--dev", "--state-dir", state, "--database-url", dbURL,
 		"--webhook-addr", addr(webhook), "--admin-addr", addr(admin), "--metrics-addr", addr(metrics))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Throwaway: it dies with the test binary, also when that is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
