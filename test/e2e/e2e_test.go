@@ -140,6 +140,7 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 	checkDecisions(t, g, cluster, since, allowed.Name, denied.Name)
 
 	checkBeyondCreate(t, g, cs, cluster, allowed, denied)
+	checkReinvocation(t, g, cs, cluster, allowed)
 }
 
 // installAdmissionConfiguration puts the kubeconfig where the

@@ -67,8 +67,8 @@ func samplePods(t *testing.T) (allowed, denied *corev1.Pod) {
 // that what the Pod sent kept its values.
 func checkMutations(t *testing.T, what string, sent, pod *corev1.Pod) {
 	t.Helper()
-	if got := pod.Labels["example.com/team"]; got != namespace {
-		t.Errorf("%s: team-label: label example.com/team = %q, want %q", what, got, namespace)
+	if got := pod.Labels["example.com/team"]; got != sent.Namespace {
+		t.Errorf("%s: team-label: label example.com/team = %q, want %q", what, got, sent.Namespace)
 	}
 	if pod.Labels["app"] != "api" || pod.Labels["team"] != "checkout" {
 		t.Errorf("%s: the Pod's own labels were lost: %v", what, pod.Labels)
