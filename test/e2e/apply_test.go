@@ -22,7 +22,8 @@ import (
 // applyFile creates every object of a YAML stream, as `kubectl apply -f`
 // does on a cluster that has none of them: resources are found through
 // discovery, and unknown or duplicate fields are errors (kubectl's strict
-// field validation). A warning from the apiserver fails the test too.
+// field validation); a List gives its items. A warning from the apiserver
+// fails the test too.
 func applyFile(t *testing.T, config *rest.Config, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -53,16 +54,26 @@ func applyFile(t *testing.T, config *rest.Config, path string) {
 		if len(obj.Object) == 0 {
 			continue
 		}
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", path, gvk, err)
+		objs := []unstructured.Unstructured{obj}
+		if obj.IsList() {
+			list, err := obj.ToList()
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			objs = list.Items
 		}
-		if _, err := dyn.Resource(m.Resource).Namespace(obj.GetNamespace()).Create(context.Background(), &obj,
-			metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
-			t.Fatalf("%s: create %s %s: %v", path, gvk.Kind, obj.GetName(), err)
+		for _, obj := range objs {
+			gvk := obj.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", path, gvk, err)
+			}
+			if _, err := dyn.Resource(m.Resource).Namespace(obj.GetNamespace()).Create(context.Background(), &obj,
+				metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+				t.Fatalf("%s: create %s %s: %v", path, gvk.Kind, obj.GetName(), err)
+			}
+			n++
 		}
-		n++
 	}
 	if n == 0 {
 		t.Fatalf("%s holds no objects", path)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,18 +79,13 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 		t.Fatal(err)
 	}
 
-	// `kubectl get namespaces -o yaml | admin namespaces import ... -f -`
-	nsList, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nsFile := filepath.Join(t.TempDir(), "namespaces.json")
-	b, err := nsList.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, nsFile, b)
-	g.run(t, "namespaces", "import", "--tenant", tenant, "--cluster", cluster, "-f", nsFile)
+	// The cluster has custom resources: the sample CRDs.
+	applyFile(t, api.config, filepath.Join(repoRoot, "samples", "crds", "crds.yaml"))
+
+	// The inventory first, as the wiring paragraph says.
+	importInventory(t, g, dyn, cluster, "namespaces", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	importInventory(t, g, dyn, cluster, "crds",
+		schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 
 	// `kubectl apply -f webhooks.yaml`
 	applyFile(t, api.config, filepath.Join(out, "webhooks.yaml"))
@@ -141,6 +137,29 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 
 	checkBeyondCreate(t, g, cs, cluster, allowed, denied)
 	checkReinvocation(t, g, cs, cluster, allowed)
+}
+
+// importInventory runs `kubectl get RESOURCE -o json | admin NOUN import
+// --tenant T --cluster C -f -`: the objects as kubectl prints them, a v1
+// List whose items carry their apiVersion and kind.
+func importInventory(t *testing.T, g *gateway, dyn dynamic.Interface, cluster, noun string, gvr schema.GroupVersionResource) {
+	t.Helper()
+	list, err := dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]map[string]any, len(list.Items))
+	for i, it := range list.Items {
+		items[i] = it.Object
+	}
+	b, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := g.runInput(t, b, noun, "import", "--tenant", tenant, "--cluster", cluster, "-f", "-")
+	if want := fmt.Sprintf("%d ", len(items)); len(items) == 0 || !strings.HasPrefix(out, want) || !strings.Contains(out, " imported ") {
+		t.Fatalf("admin %s import: %q, want %d imported (and at least one)", noun, out, len(items))
+	}
 }
 
 // installAdmissionConfiguration puts the kubeconfig where the

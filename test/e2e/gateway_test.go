@@ -98,8 +98,15 @@ func startGateway(t *testing.T, gatewayBin, adminBin string) *gateway {
 // run runs the admin CLI and fails the test unless it succeeds.
 func (g *gateway) run(t *testing.T, args ...string) string {
 	t.Helper()
+	return g.runInput(t, nil, args...)
+}
+
+// runInput is run with stdin, for `-f -`.
+func (g *gateway) runInput(t *testing.T, stdin []byte, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(g.admin, args...)
 	cmd.Env = g.env
+	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
