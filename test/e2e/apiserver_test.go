@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,21 @@ import (
 type apiServer struct {
 	config *rest.Config
 	log    string
+	// stop ends the process and waits for it; the test's cleanup calls it
+	// too.
+	stop func()
+}
+
+// terminate stops a process the test started, politely first, and waits
+// until exited is closed.
+func terminate(cmd *exec.Cmd, exited <-chan struct{}) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 }
 
 // startAPIServer runs bin against etcd under its own key prefix, with the
@@ -68,16 +84,11 @@ func startAPIServer(t *testing.T, bin, etcd, prefix, admissionConfig string) *ap
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logFile.Close() }()
+	exited, waitErr := make(chan struct{}), error(nil)
+	go func() { waitErr = cmd.Wait(); logFile.Close(); close(exited) }()
+	s.stop = sync.OnceFunc(func() { terminate(cmd, exited) })
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		s.stop()
 		if t.Failed() {
 			t.Logf("kube-apiserver log, last warnings and errors:\n%s", problems(s.log, 40))
 		}
@@ -96,8 +107,8 @@ func startAPIServer(t *testing.T, bin, etcd, prefix, admissionConfig string) *ap
 	start := time.Now()
 	for {
 		select {
-		case err := <-exited:
-			t.Fatalf("kube-apiserver exited before it was ready: %v\n%s", err, tail(s.log, 60))
+		case <-exited:
+			t.Fatalf("kube-apiserver exited before it was ready: %v\n%s", waitErr, tail(s.log, 60))
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

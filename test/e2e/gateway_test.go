@@ -55,16 +55,10 @@ func startGateway(t *testing.T, gatewayBin, adminBin string) *gateway {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logFile.Close() }()
+	exited, waitErr := make(chan struct{}), error(nil)
+	go func() { waitErr = cmd.Wait(); logFile.Close(); close(exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		terminate(cmd, exited)
 		if t.Failed() {
 			t.Logf("gateway log (%s), last lines:\n%s", g.log, tail(g.log, 40))
 		}
@@ -72,8 +66,8 @@ func startGateway(t *testing.T, gatewayBin, adminBin string) *gateway {
 	start := time.Now()
 	for {
 		select {
-		case err := <-exited:
-			t.Fatalf("gateway exited before it was ready: %v\n%s", err, tail(g.log, 40))
+		case <-exited:
+			t.Fatalf("gateway exited before it was ready: %v\n%s", waitErr, tail(g.log, 40))
 		default:
 		}
 		resp, err := http.Get("http://" + addr(metrics) + "/readyz")
