@@ -137,6 +137,7 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 
 	checkBeyondCreate(t, g, cs, cluster, allowed, denied)
 	checkReinvocation(t, g, cs, cluster, allowed)
+	checkRotation(t, g, api, apiserverBin, etcd, cluster)
 }
 
 // importInventory runs `kubectl get RESOURCE -o json | admin NOUN import

@@ -56,11 +56,19 @@ func samplePods(t *testing.T) (allowed, denied *corev1.Pod) {
 		c.ImagePullPolicy = ""
 		delete(c.Resources.Limits, corev1.ResourceEphemeralStorage)
 	}
-	allowed = &p
+	allowed = p.DeepCopy()
 	denied = p.DeepCopy()
 	denied.Name = "api-unapproved"
 	denied.Spec.Containers[0].Image = "docker.io/library/nginx:1.27"
 	return allowed, denied
+}
+
+// samplePod is the allowed Pod of samplePods, named name.
+func samplePod(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	p, _ := samplePods(t)
+	p.Name = name
+	return p
 }
 
 // checkMutations checks the effect of each sample mutation on pod, and
