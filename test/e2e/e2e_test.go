@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 const (
@@ -96,7 +94,7 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 	// until the denial comes back, the webhooks are not called yet. The
 	// probes are dry runs, which the webhooks (sideEffects None) answer.
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	testutil.Eventually(t, time.Minute, "the apiserver to call both webhooks", func() bool {
+	eventually(t, time.Minute, "the apiserver to call both webhooks", func() bool {
 		if _, err := pods.Create(ctx, denied, dryRun); err == nil || !strings.Contains(err.Error(), "denied the request") {
 			return false
 		}
@@ -225,7 +223,7 @@ func checkDecisions(t *testing.T, g *gateway, cluster string, since time.Time, a
 	var raw string
 	n := 0
 	// The gateway stores decisions in batches, within a fraction of a second.
-	testutil.Eventually(t, 30*time.Second, "the four decisions to be stored", func() bool {
+	eventually(t, 30*time.Second, "the four decisions to be stored", func() bool {
 		raw = g.run(t, "decisions", "--tenant", tenant, "--cluster", cluster, "--namespace", namespace,
 			"--since", since.Add(-time.Second).Format(time.RFC3339), "--limit", "500", "-o", "json")
 		var list struct{ Items []decision }

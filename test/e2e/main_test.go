@@ -8,8 +8,24 @@ package e2e
 
 import (
 	"testing"
+	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// eventually is testutil.Eventually for conditions that cost an API
+// request or an admin process each: it pauses between tries rather than
+// retrying every few milliseconds.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	testutil.Eventually(t, limit, what, func() bool {
+		if cond() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+		return false
+	})
+}

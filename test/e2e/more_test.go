@@ -14,8 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // checkBeyondCreate sends what else reaches the webhooks in a cluster: a
@@ -142,7 +140,7 @@ func checkBeyondCreate(t *testing.T, g *gateway, cs kubernetes.Interface, cluste
 	// One or more: the apiserver runs validating admission of an update
 	// inside its optimistic-concurrency loop, which calls the webhook again
 	// when its cached Deployment was stale.
-	testutil.Eventually(t, 30*time.Second, "the denied scale to be recorded", func() bool {
+	eventually(t, 30*time.Second, "the denied scale to be recorded", func() bool {
 		return len(decisionsOf(t, g, cluster, namespace, "--verdict", "denied", "--kind", "Scale")) >= 1
 	})
 	connects := decisionsOf(t, g, cluster, namespace, "--kind", "PodExecOptions")

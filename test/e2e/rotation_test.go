@@ -10,8 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // checkRotation rotates the cluster's credential with no grace, as
@@ -43,7 +41,7 @@ func checkRotation(t *testing.T, g *gateway, api *apiServer, apiserverBin, etcd,
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 30*time.Second, "the revoked credential to be refused", func() bool {
+	eventually(t, 30*time.Second, "the revoked credential to be refused", func() bool {
 		_, err := cs.CoreV1().Pods(namespace).Create(ctx, probe, dryRun)
 		return err != nil && strings.Contains(err.Error(), `failed calling webhook "mutate.portcullis.dev"`)
 	})
@@ -56,7 +54,7 @@ func checkRotation(t *testing.T, g *gateway, api *apiServer, apiserverBin, etcd,
 	pods := cs.CoreV1().Pods(namespace)
 	// The restarted apiserver reads the webhook configurations from etcd
 	// through an informer.
-	testutil.Eventually(t, time.Minute, "the restarted apiserver to call the gateway", func() bool {
+	eventually(t, time.Minute, "the restarted apiserver to call the gateway", func() bool {
 		_, err := pods.Create(ctx, probe, dryRun)
 		return err == nil
 	})

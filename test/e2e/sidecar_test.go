@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // meshNamespace is where the sidecar webhook injects.
@@ -124,7 +122,7 @@ func checkReinvocation(t *testing.T, g *gateway, cs kubernetes.Interface, cluste
 	pod := allowed.DeepCopy()
 	pod.Namespace = meshNamespace
 	pods := cs.CoreV1().Pods(meshNamespace)
-	testutil.Eventually(t, time.Minute, "the apiserver to call the sidecar injector", func() bool {
+	eventually(t, time.Minute, "the apiserver to call the sidecar injector", func() bool {
 		p, err := pods.Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && len(p.Spec.Containers) == len(pod.Spec.Containers)+1
 	})
@@ -147,7 +145,7 @@ func checkReinvocation(t *testing.T, g *gateway, cs kubernetes.Interface, cluste
 	checkMutations(t, "the Pod with a sidecar", sent, created)
 
 	var mutates []decision
-	testutil.Eventually(t, 30*time.Second, "the two calls of the gateway's mutating webhook to be recorded", func() bool {
+	eventually(t, 30*time.Second, "the two calls of the gateway's mutating webhook to be recorded", func() bool {
 		mutates = mutates[:0]
 		for _, d := range decisionsOf(t, g, cluster, meshNamespace, "--kind", "Pod") {
 			if !d.DryRun && d.Endpoint == "mutate" {
