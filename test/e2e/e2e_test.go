@@ -29,7 +29,8 @@ const (
 // the gateway only through the files the CLI wrote, and checks that a Pod
 // created through it carries the mutations of samples/mutating, that a Pod
 // breaking samples/baseline is denied with the policy's message, and that
-// the gateway recorded both decisions.
+// the gateway recorded both decisions; then the other requests a cluster
+// sends, a re-call of the mutating webhook, and a credential rotation.
 func TestRealAPIServer(t *testing.T) {
 	apiserverBin := kubeAPIServer(t)
 	gatewayBin, adminBin := buildPortcullis(t)
@@ -116,9 +117,9 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 	checkMutations(t, "the stored Pod", allowed, stored)
 
 	// (2) A Pod from an unapproved registry is denied with the message of
-	// baseline-image-registry-allowlist.
-	// The message is the ValidatingAdmissionPolicy plugin's, inside the
-	// apiserver's webhook denial.
+	// baseline-image-registry-allowlist, worded as the in-process
+	// ValidatingAdmissionPolicy plugin words it, inside the apiserver's
+	// webhook denial.
 	_, err = pods.Create(ctx, denied, metav1.CreateOptions{})
 	wantDenial := `admission webhook "validate.portcullis.dev" denied the request: pods "api-unapproved" is forbidden: ` +
 		`ValidatingAdmissionPolicy 'baseline-image-registry-allowlist' with binding 'baseline-image-registry-allowlist' ` +
@@ -187,7 +188,7 @@ func installAdmissionConfiguration(t *testing.T, out string) string {
 			t.Fatalf("admission-configuration.yaml: plugin %v has no kubeConfigFile:\n%s", p["name"], b)
 		}
 		c["kubeConfigFile"] = kubeconfig
-		names = append(names, p["name"].(string))
+		names = append(names, fmt.Sprint(p["name"]))
 	}
 	slices.Sort(names)
 	if want := []string{"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"}; !slices.Equal(names, want) {

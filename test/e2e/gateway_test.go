@@ -15,8 +15,9 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 )
 
-// gateway is a running gateway process and the admin CLI logged in to it
-// with an operator token, as scripts/run.sh sets them up.
+// gateway is a running gateway process and the admin CLI pointed at it
+// with an operator token (PORTCULLIS_SERVER, _TOKEN and _CA_FILE), set up
+// as scripts/run.sh sets them up.
 type gateway struct {
 	admin string
 	env   []string
