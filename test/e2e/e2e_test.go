@@ -30,7 +30,8 @@ const (
 // created through it carries the mutations of samples/mutating, that a Pod
 // breaking samples/baseline is denied with the policy's message, and that
 // the gateway recorded both decisions; then the other requests a cluster
-// sends, a re-call of the mutating webhook, and a credential rotation.
+// sends, a re-call of the mutating webhook, a credential rotation, and
+// what the apiserver still admits while the gateway is down.
 func TestRealAPIServer(t *testing.T) {
 	apiserverBin := kubeAPIServer(t)
 	gatewayBin, adminBin := buildPortcullis(t)
@@ -48,60 +49,15 @@ func TestRealAPIServer(t *testing.T) {
 			onboard(t, g, apiserverBin, etcd, "e2e-"+auth, auth)
 		})
 	}
+	t.Run("outage", func(t *testing.T) { checkOutage(t, g, apiserverBin, etcd) })
 }
 
-// onboard follows the wiring paragraph `admin cluster create` prints, with
-// a fresh kube-apiserver as the cluster, and checks what it then does.
+// onboard wires a cluster in and checks what it then does.
 func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string) {
-	out := t.TempDir()
-	g.run(t, "cluster", "create", cluster, "--tenant", tenant, "--auth", auth, "--out", out)
-	api := startAPIServer(t, apiserverBin, etcd, cluster, installAdmissionConfiguration(t, out))
+	api, cs := wire(t, g, apiserverBin, etcd, cluster, auth)
 	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(api.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(api.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// The namespace the Pods go to, and the service account they run as
-	// (the ServiceAccount admission plugin refuses a Pod whose account is
-	// missing; no controller manager creates "default" here).
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: namespace, Labels: map[string]string{"team": "checkout"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
-		Name: "api"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	// The cluster has custom resources: the sample CRDs.
-	applyFile(t, api.config, filepath.Join(repoRoot, "samples", "crds", "crds.yaml"))
-
-	// The inventory first, as the wiring paragraph says.
-	importInventory(t, g, dyn, cluster, "namespaces", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
-	importInventory(t, g, dyn, cluster, "crds",
-		schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-
-	// `kubectl apply -f webhooks.yaml`
-	applyFile(t, api.config, filepath.Join(out, "webhooks.yaml"))
-
 	allowed, denied := samplePods(t)
 	pods := cs.CoreV1().Pods(namespace)
-	// The apiserver picks up webhook configurations through an informer:
-	// until the denial comes back, the webhooks are not called yet. The
-	// probes are dry runs, which the webhooks (sideEffects None) answer.
-	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	eventually(t, time.Minute, "the apiserver to call both webhooks", func() bool {
-		if _, err := pods.Create(ctx, denied, dryRun); err == nil || !strings.Contains(err.Error(), "denied the request") {
-			return false
-		}
-		p, err := pods.Create(ctx, allowed, dryRun)
-		return err == nil && p.Labels["example.com/team"] == namespace
-	})
 	since := time.Now().UTC()
 
 	// (1) The Pod is created, with every sample mutation applied.
@@ -137,6 +93,62 @@ func onboard(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string)
 	checkBeyondCreate(t, g, cs, cluster, allowed, denied)
 	checkReinvocation(t, g, cs, cluster, allowed)
 	checkRotation(t, g, api, apiserverBin, etcd, cluster)
+}
+
+// wire follows the wiring paragraph `admin cluster create` prints, with a
+// fresh kube-apiserver as the cluster, and waits until the apiserver calls
+// the gateway. The cluster has a namespace "shop" with the service account
+// of the sample Pods (the ServiceAccount admission plugin refuses a Pod
+// whose account is missing; no controller manager creates one here).
+func wire(t *testing.T, g *gateway, apiserverBin, etcd, cluster, auth string) (*apiServer, kubernetes.Interface) {
+	t.Helper()
+	out := t.TempDir()
+	g.run(t, "cluster", "create", cluster, "--tenant", tenant, "--auth", auth, "--out", out)
+	api := startAPIServer(t, apiserverBin, etcd, cluster, installAdmissionConfiguration(t, out))
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(api.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(api.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: namespace, Labels: map[string]string{"team": "checkout"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: "api"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The cluster has custom resources: the sample CRDs.
+	applyFile(t, api.config, filepath.Join(repoRoot, "samples", "crds", "crds.yaml"))
+
+	// The inventory first, as the wiring paragraph says.
+	importInventory(t, g, dyn, cluster, "namespaces", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	importInventory(t, g, dyn, cluster, "crds",
+		schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+
+	// `kubectl apply -f webhooks.yaml`
+	applyFile(t, api.config, filepath.Join(out, "webhooks.yaml"))
+
+	allowed, denied := samplePods(t)
+	pods := cs.CoreV1().Pods(namespace)
+	// The apiserver picks up webhook configurations through an informer:
+	// until the denial comes back, the webhooks are not called yet. The
+	// probes are dry runs, which the webhooks (sideEffects None) answer.
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	eventually(t, time.Minute, "the apiserver to call both webhooks", func() bool {
+		if _, err := pods.Create(ctx, denied, dryRun); err == nil || !strings.Contains(err.Error(), "denied the request") {
+			return false
+		}
+		p, err := pods.Create(ctx, allowed, dryRun)
+		return err == nil && p.Labels["example.com/team"] == namespace
+	})
+	return api, cs
 }
 
 // importInventory runs `kubectl get RESOURCE -o json | admin NOUN import

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ type gateway struct {
 	admin string
 	env   []string
 	log   string
+	// stop ends the gateway and waits for it; the test's cleanup calls it
+	// too.
+	stop func()
 }
 
 // startGateway migrates nothing (pgtest hands out a migrated database),
@@ -58,8 +62,9 @@ func startGateway(t *testing.T, gatewayBin, adminBin string) *gateway {
 	}
 	exited, waitErr := make(chan struct{}), error(nil)
 	go func() { waitErr = cmd.Wait(); logFile.Close(); close(exited) }()
+	g.stop = sync.OnceFunc(func() { terminate(cmd, exited) })
 	t.Cleanup(func() {
-		terminate(cmd, exited)
+		g.stop()
 		if t.Failed() {
 			t.Logf("gateway log (%s), last lines:\n%s", g.log, tail(g.log, 40))
 		}
