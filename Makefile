@@ -2,10 +2,11 @@
 SHELL := /usr/bin/env bash
 GO    ?= go
 TEST_MODULES := test/differential test/chart test/catalog
-# test/load is a benchmark (make bench); it is linted but not run by make test.
-LINT_MODULES := $(TEST_MODULES) test/load
+# test/load is a benchmark (make bench) and test/e2e runs a real
+# kube-apiserver (make e2e); both are linted but not run by make test.
+LINT_MODULES := $(TEST_MODULES) test/load test/e2e
 
-.PHONY: run test lint bench build db-stop clean
+.PHONY: run test lint bench build db-stop clean e2e
 
 run:
 	@scripts/ensure-postgres.sh
@@ -27,6 +28,13 @@ test: lint bin/helm
 	@for m in $(TEST_MODULES); do \
 	  if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
+
+# A real kube-apiserver, configured only with what `admin cluster create`
+# writes, as the gateway's client (docs/development.md). The first run
+# builds kube-apiserver into the user's cache directory.
+e2e:
+	@scripts/ensure-postgres.sh
+	cd test/e2e && $(GO) test -count=1 -timeout 60m -v ./...
 
 bin/staticcheck: tools/go.mod tools/go.sum
 	$(GO) -C tools build -o ../bin/staticcheck honnef.co/go/tools/cmd/staticcheck

@@ -145,7 +145,9 @@ func urlWiring(tenant, cluster, dir string) string {
 
 // wiring is the one paragraph on how to connect a cluster. The inventory
 // (namespaces, CRDs) comes first: bindings that select namespaces by label
-// cannot be decided for namespaces the gateway has not seen.
+// cannot be decided for namespaces the gateway has not seen. A cluster
+// without CRDs skips their import: kubectl then prints an empty List,
+// which the import refuses as holding no objects.
 func wiring(tenant, cluster, dir string, a apiv1.Artifacts) string {
 	kc := kubeconfigPath(a.AdmissionConfiguration)
 	where := "the path that admission-configuration.yaml names"
@@ -155,7 +157,7 @@ func wiring(tenant, cluster, dir string, a apiv1.Artifacts) string {
 	return fmt.Sprintf("To wire the cluster in: first upload its namespaces with "+
 		"`kubectl get namespaces -o yaml | admin namespaces import --tenant %s --cluster %s -f -`, "+
 		"because bindings that select namespaces by label cannot be decided for namespaces the gateway has not seen, "+
-		"and its custom resource definitions with `kubectl get crd -o yaml | admin crds import --tenant %s --cluster %s -f -`, "+
+		"and, if it has any, its custom resource definitions with `kubectl get crd -o yaml | admin crds import --tenant %s --cluster %s -f -`, "+
 		"so that policies see a custom resource the apiserver converted for the webhook in the version they match; "+
 		"then, on every control-plane node, copy %s to %s and %s next to it, and start kube-apiserver with "+
 		"--admission-control-config-file pointing at admission-configuration.yaml; "+

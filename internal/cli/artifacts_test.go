@@ -28,6 +28,10 @@ func TestWiringParagraph(t *testing.T) {
 	if imp < 0 || cfg < 0 || hook < 0 || !(imp < cfg && cfg < hook) {
 		t.Fatalf("want namespaces import, then the apiserver flag, then the webhooks (%d %d %d):\n%s", imp, cfg, hook, p)
 	}
+	// A cluster without CRDs has none to import (an empty List is refused).
+	if !strings.Contains(flat, "if it has any, its custom resource definitions with `kubectl get crd -o yaml | admin crds import") {
+		t.Fatalf("the paragraph does not make the CRD import conditional:\n%s", p)
+	}
 	if !strings.Contains(flat, "copy out/kubeconfig.yaml to /etc/kubernetes/portcullis/kubeconfig.yaml") {
 		t.Fatalf("the paragraph does not say where the kubeconfig goes:\n%s", p)
 	}
