@@ -3,7 +3,8 @@
 //
 // Numbering: 00001 foundation, 00002 tenancy, 00003 policy store,
 // 00004 decisions, 00005 admin API, 00006 cluster CRDs, 00007 decision
-// mutations; later files take the next free number.
+// mutations, 00008 committed inventory; later files take the next free
+// number.
 package migrations
 
 import "embed"
