@@ -26,7 +26,7 @@ func (s *Server) getArtifacts(c *call) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.artifacts(c.tenant.Name, u)
+	a, err := s.artifacts(c, u)
 	if err != nil {
 		return err
 	}
@@ -34,19 +34,34 @@ func (s *Server) getArtifacts(c *call) error {
 }
 
 // artifacts renders what every cluster of the tenant installs, whatever its
-// credential. webhookURL has been checked.
-func (s *Server) artifacts(tenant, webhookURL string) (apiv1.Artifacts, error) {
+// credential. webhookURL has been checked. The webhooks send status writes
+// when a policy of the tenant matches them; a policy that matches another
+// default exclusion gets a warning, since the webhooks never send those.
+func (s *Server) artifacts(c *call, webhookURL string) (apiv1.Artifacts, error) {
 	ac, err := artifacts.AdmissionConfiguration(apiv1.KubeconfigPath)
 	if err != nil {
 		return apiv1.Artifacts{}, err
 	}
+	needs, err := s.tenantNeeds(c)
+	if err != nil {
+		return apiv1.Artifacts{}, err
+	}
+	includeStatus := false
+	var warnings []string
+	for _, n := range needs {
+		if n.exclusion == artifacts.ExclusionStatus {
+			includeStatus = true
+			continue
+		}
+		warnings = append(warnings, exclusionWarning(n.policy, n.exclusion))
+	}
 	// The validating and the mutating configuration, one YAML stream.
 	hooks, err := artifacts.Webhooks(artifacts.WebhookOptions{
-		GatewayURL: webhookURL, Tenant: tenant, CABundle: s.CABundle})
+		GatewayURL: webhookURL, Tenant: c.tenant.Name, CABundle: s.CABundle, IncludeStatus: includeStatus})
 	if err != nil {
 		return apiv1.Artifacts{}, fmt.Errorf("webhook configuration: %w", err)
 	}
-	return apiv1.Artifacts{AdmissionConfiguration: string(ac), Webhooks: string(hooks)}, nil
+	return apiv1.Artifacts{AdmissionConfiguration: string(ac), Webhooks: string(hooks), Warnings: warnings}, nil
 }
 
 // webhookURL checks the webhook URL a caller gave, or picks the server's.

@@ -112,7 +112,7 @@ type credentialRequest struct {
 
 // credentialRequest checks in; prefix is prepended to field names (for a
 // credential nested in another request).
-func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCreate) (credentialRequest, error) {
+func (s *Server) credentialRequest(c *call, prefix string, in apiv1.CredentialCreate) (credentialRequest, error) {
 	req := credentialRequest{typ: tenancy.CredentialType(in.Type), opts: tenancy.CredentialOptions{Description: in.Description}}
 	if req.typ == "" {
 		req.typ = tenancy.CredentialToken
@@ -144,7 +144,7 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 	if req.webhookURL, err = s.webhookURL(prefix+"webhookURL", in.WebhookURL); err != nil {
 		return req, err
 	}
-	req.artifacts, err = s.artifacts(tenant, req.webhookURL)
+	req.artifacts, err = s.artifacts(c, req.webhookURL)
 	return req, err
 }
 
@@ -209,7 +209,7 @@ func (s *Server) createCredential(c *call) error {
 	if err := c.decode(&in); err != nil {
 		return err
 	}
-	req, err := s.credentialRequest(c.tenant.Name, "", in)
+	req, err := s.credentialRequest(c, "", in)
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (s *Server) rotateCredential(c *call) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.artifacts(c.tenant.Name, u)
+	a, err := s.artifacts(c, u)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func (s *Server) apply(c *call) error {
 	res := apiv1.ApplyResult{DryRun: dryRun, Version: version, Results: make([]apiv1.ApplyItem, len(outcomes))}
 	for i, o := range outcomes {
 		res.Results[i] = applyItem(i, o.Object, o.Action, o.Object.ResourceVersion)
-		res.Results[i].Warnings = o.Warnings
+		res.Results[i].Warnings = slices.Concat(o.Warnings, applyWarnings(o.Object))
 	}
 	// Dry runs change nothing, so they are not audited.
 	if !dryRun {

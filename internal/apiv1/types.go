@@ -158,6 +158,10 @@ type Artifacts struct {
 	AdmissionConfiguration string `json:"admissionConfiguration"`
 	// Webhooks is the ValidatingWebhookConfiguration to apply to the cluster.
 	Webhooks string `json:"webhooks"`
+	// Warnings name the tenant's policies that match requests the webhooks
+	// leave out by default (events, authentication and authorization
+	// reviews, pods/binding, leases): those policies never see them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // KubeconfigPath is where the generated AdmissionConfiguration expects the

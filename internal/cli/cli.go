@@ -83,6 +83,7 @@ func commands() []command {
 		{"cluster create", "NAME --tenant T [--auth token|cert|basic] [--webhook-url URL] [--labels k=v,...] --out DIR", "create a cluster, its first credential and the files its apiservers need", cmdClusterCreate},
 		{"cluster list", "--tenant T [--selector k=v]", "list a tenant's clusters", cmdClusterList},
 		{"cluster delete", "NAME --tenant T", "delete a cluster and its credentials", cmdClusterDelete},
+		{"cluster artifacts", "NAME --tenant T [--webhook-url URL] --out DIR", "rewrite a cluster's webhooks.yaml and admission-configuration.yaml from the tenant's policies; issues no credential", cmdClusterArtifacts},
 		{"credential list", "--tenant T --cluster C [--active]", "list a cluster's credentials", cmdCredentialList},
 		{"credential create", "--tenant T --cluster C [--auth token|cert|basic] [--expires DURATION] [--out DIR]", "issue a new credential; prints the secret once", cmdCredentialCreate},
 		{"credential revoke", "ID --tenant T --cluster C", "revoke a credential", cmdCredentialRevoke},
