@@ -35,7 +35,22 @@ CREATE TABLE cluster_inventory_sync (
     FOREIGN KEY (tenant_id, cluster_id) REFERENCES clusters (tenant_id, id) ON DELETE CASCADE
 );
 
+-- A sync token (role 'sync') belongs to one cluster of its tenant and may
+-- only push that cluster's inventory; it dies with the cluster.
+ALTER TABLE admin_tokens ADD COLUMN cluster_id bigint;
+ALTER TABLE admin_tokens ADD CONSTRAINT admin_tokens_cluster
+    FOREIGN KEY (tenant_id, cluster_id) REFERENCES clusters (tenant_id, id) ON DELETE CASCADE;
+ALTER TABLE admin_tokens DROP CONSTRAINT admin_tokens_role_check;
+ALTER TABLE admin_tokens ADD CONSTRAINT admin_tokens_role_check CHECK (role IN ('operator', 'admin', 'viewer', 'sync'));
+ALTER TABLE admin_tokens ADD CONSTRAINT admin_tokens_sync_cluster CHECK ((role = 'sync') = (cluster_id IS NOT NULL));
+
 -- +goose Down
+DELETE FROM admin_tokens WHERE role = 'sync';
+ALTER TABLE admin_tokens DROP CONSTRAINT admin_tokens_sync_cluster;
+ALTER TABLE admin_tokens DROP CONSTRAINT admin_tokens_role_check;
+ALTER TABLE admin_tokens ADD CONSTRAINT admin_tokens_role_check CHECK (role IN ('operator', 'admin', 'viewer'));
+ALTER TABLE admin_tokens DROP CONSTRAINT admin_tokens_cluster;
+ALTER TABLE admin_tokens DROP COLUMN cluster_id;
 DROP TABLE cluster_inventory_sync;
 ALTER TABLE cluster_namespaces DROP CONSTRAINT cluster_namespaces_source_check;
 UPDATE cluster_namespaces SET source = 'learned' WHERE source IN ('observed', 'sync');
