@@ -173,6 +173,9 @@ const (
 	RoleOperator = "operator"
 	RoleAdmin    = "admin"
 	RoleViewer   = "viewer"
+	// RoleSync is a cluster's namespace sync (admin namespaces sync): it
+	// may only push that cluster's inventory.
+	RoleSync = "sync"
 )
 
 // Token describes an admin API token; it never holds the secret.
@@ -181,6 +184,7 @@ type Token struct {
 	Name       string     `json:"name"`
 	Role       string     `json:"role"`
 	Tenant     string     `json:"tenant,omitempty"`
+	Cluster    string     `json:"cluster,omitempty"` // of a sync token
 	CreatedBy  string     `json:"createdBy,omitempty"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
@@ -194,6 +198,7 @@ type TokenCreate struct {
 	Name      string `json:"name"`
 	Role      string `json:"role"`
 	Tenant    string `json:"tenant,omitempty"`
+	Cluster   string `json:"cluster,omitempty"` // required for a sync token, and only for one
 	ExpiresIn string `json:"expiresIn,omitempty"`
 }
 
@@ -272,6 +277,25 @@ type Rollback struct {
 // NamespaceImport answers PUT .../clusters/{cluster}/namespaces.
 type NamespaceImport struct {
 	Namespaces int `json:"namespaces"`
+}
+
+// NamespaceSync is POST .../clusters/{cluster}/namespaces/sync, one push of
+// the cluster's namespace sync. With Full, Namespaces is the cluster's whole
+// inventory (a list); otherwise Namespaces are added or updated and Deleted
+// removed (watch events). An empty push is a heartbeat. Every push renews
+// the sync's lease: while it runs, the gateway learns nothing from the
+// cluster's traffic.
+type NamespaceSync struct {
+	Full       bool              `json:"full,omitempty"`
+	Namespaces []json.RawMessage `json:"namespaces,omitempty"`
+	Deleted    []string          `json:"deleted,omitempty"`
+}
+
+// NamespaceSyncResult answers a NamespaceSync.
+type NamespaceSyncResult struct {
+	PushedAt time.Time `json:"pushedAt"`
+	// LeaseSeconds is how long the push keeps the sync counted as running.
+	LeaseSeconds int `json:"leaseSeconds"`
 }
 
 // CRDImport answers PUT .../clusters/{cluster}/crds.
