@@ -19,13 +19,30 @@ import (
 )
 
 // fakeAPIServer speaks the list and watch protocol of a kube-apiserver for
-// namespaces and CRDs, on 127.0.0.1: a list, then a watch stream fed from
-// events.
+// namespaces and CRDs, on 127.0.0.1: a list, then watch streams that send
+// carries events to.
 type fakeAPIServer struct {
 	*httptest.Server
-	events   chan string // watch events of namespaces, JSON
-	mu       sync.Mutex
-	watchers int
+	mu sync.Mutex
+	// watchers are the open namespace watch streams. A client may give up
+	// a stream and open another before the first is closed, so an event
+	// goes to all of them.
+	watchers map[chan string]bool
+}
+
+// send writes a namespace watch event (JSON) to every open stream.
+func (f *fakeAPIServer) send(ev string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for ch := range f.watchers {
+		ch <- ev
+	}
+}
+
+func (f *fakeAPIServer) watching() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.watchers) > 0
 }
 
 const fakeNamespaces = `{"kind":"NamespaceList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[
@@ -38,7 +55,7 @@ const fakeCRDs = `{"kind":"CustomResourceDefinitionList","apiVersion":"apiextens
    "versions":[{"name":"v1","served":true,"storage":true}]}}]}`
 
 func newFakeAPIServer(t *testing.T) *fakeAPIServer {
-	f := &fakeAPIServer{events: make(chan string, 10)}
+	f := &fakeAPIServer{watchers: map[chan string]bool{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		list, kind := "", ""
@@ -71,14 +88,20 @@ func newFakeAPIServer(t *testing.T) *fakeAPIServer {
 			<-r.Context().Done()
 			return
 		}
+		events := make(chan string, 10)
 		f.mu.Lock()
-		f.watchers++
+		f.watchers[events] = true
 		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			delete(f.watchers, events)
+			f.mu.Unlock()
+		}()
 		for {
 			select {
 			case <-r.Context().Done():
 				return
-			case ev := <-f.events:
+			case ev := <-events:
 				fmt.Fprintln(w, ev)
 				w.(http.Flusher).Flush()
 			}
@@ -164,26 +187,25 @@ func TestNamespaceSync(t *testing.T) {
 		case <-done:
 		case <-time.After(10 * time.Second):
 		}
+		if t.Failed() {
+			t.Logf("sync --watch said:\n%s\n%s", stdout.String(), stderr.String())
+		}
 	})
 	go func() {
 		done <- cli.Run(wctx, []string{"namespaces", "sync", "--tenant", "acme", "--cluster", "prod", "--kubeconfig", kc, "--watch"},
 			cli.Process{Stdout: &syncWriter{b: &stdout}, Stderr: &syncWriter{b: &stderr}, Getenv: func(k string) string { return syncCLI.env[k] }})
 	}()
-	testutil.Eventually(t, 0, "the sync to watch", func() bool {
-		api.mu.Lock()
-		defer api.mu.Unlock()
-		return api.watchers > 0
-	})
+	testutil.Eventually(t, 0, "the sync to watch", api.watching)
 	added, _ := json.Marshal(map[string]any{"type": "ADDED", "object": map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": "batch", "resourceVersion": "11", "labels": map[string]string{"env": "prod"}}}})
-	api.events <- string(added)
+	api.send(string(added))
 	testutil.Eventually(t, 0, "the watched namespace to reach the inventory", func() bool {
 		got, ok := inv.Namespace("batch")
 		return ok && got.Labels["env"] == "prod"
 	})
 	deleted, _ := json.Marshal(map[string]any{"type": "DELETED", "object": map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": "shop", "resourceVersion": "12"}}})
-	api.events <- string(deleted)
+	api.send(string(deleted))
 	testutil.Eventually(t, 0, "the deleted namespace to leave the inventory", func() bool {
 		_, ok := inv.Namespace("shop")
 		return !ok
