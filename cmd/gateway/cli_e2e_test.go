@@ -264,6 +264,19 @@ func TestCLINewcomerPath(t *testing.T) {
 	golden(t, "apply-baseline.txt", a.ok("apply", "--tenant", "acme", "-f", policies, "-f", bindings), false)
 	golden(t, "apply-baseline-again.txt", a.ok("apply", "--tenant", "acme", "-f", policies, "-f", bindings), false)
 	golden(t, "get-policies.txt", a.ok("get", "policies", "--tenant", "acme"), true)
+	// Rewriting the cluster's artifacts issues no credential and leaves
+	// Events and reviews out of the webhooks (issue 21, section 8).
+	out = a.ok("cluster", "artifacts", "prod-eu", "--tenant", "acme", "--out", "out/prod-eu-again")
+	if !strings.Contains(out, "webhooks.yaml") || !strings.Contains(out, "credential is unchanged") {
+		t.Fatalf("cluster artifacts: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join("out", "prod-eu-again", "kubeconfig.yaml")); err == nil {
+		t.Fatal("cluster artifacts wrote a kubeconfig")
+	}
+	if b, _ := os.ReadFile(filepath.Join("out", "prod-eu-again", "webhooks.yaml")); !strings.Contains(string(b), "exclude-events") ||
+		!strings.Contains(string(b), "exclude-reviews") || !strings.Contains(string(b), "/t/acme/validate") {
+		t.Fatalf("rewritten webhooks.yaml:\n%s", b)
+	}
 	golden(t, "get-bindings.txt", a.ok("get", "bindings", "--tenant", "acme"), true)
 	var policy map[string]any
 	if err := json.Unmarshal([]byte(a.ok("get", "policies", "baseline-no-privileged", "--tenant", "acme", "-o", "json")), &policy); err != nil || policy["kind"] != "ValidatingAdmissionPolicy" {

@@ -25,7 +25,7 @@ func (m *Main) setupWebhook() {
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
 		},
-		Learn:            m.Namespaces.LearnNamespace,
+		Observe:          m.Namespaces.Observe,
 		LearnTerminating: m.Namespaces.LearnNamespaceTerminating,
 		Recorder:         m.recorder(),
 		Metrics:          webhook.NewMetrics(m.Registry, m.Config.MetricsTenantLabel),

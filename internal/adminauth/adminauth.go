@@ -23,11 +23,14 @@ const Prefix = "pcadm_"
 type Role string
 
 // Roles. An operator manages the whole gateway; admin and viewer roles are
-// scoped to one tenant.
+// scoped to one tenant. A sync token is scoped to one cluster of a tenant
+// and may do nothing but push that cluster's inventory (admin namespaces
+// sync), so that the sync running inside the cluster holds no more.
 const (
 	RoleOperator Role = "operator"
 	RoleAdmin    Role = "admin"
 	RoleViewer   Role = "viewer"
+	RoleSync     Role = "sync"
 )
 
 // Principal is the holder of a valid token.
@@ -40,6 +43,9 @@ type Principal struct {
 	// zero for an operator.
 	TenantID   int64
 	TenantName string
+	// ClusterID and ClusterName scope a sync token; zero otherwise.
+	ClusterID   int64
+	ClusterName string
 }
 
 // Operator reports whether p manages the whole gateway.
@@ -108,23 +114,24 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 	}
 	var p Principal
 	var role string
-	var tenantID *int64
-	var tenantName *string
+	var tenantID, clusterID *int64
+	var tenantName, clusterName *string
 	// The lookup is by hash: an index probe on a SHA-256 leaks nothing
 	// useful about the secret through timing.
 	// last_used_at is written at most once a minute per token, in the same
 	// round trip, so that busy scripts do not turn every call into a write.
 	err := s.pool.QueryRow(ctx, `
 		WITH k AS (
-			SELECT k.id, k.name, k.role, k.expires_at, k.tenant_id, t.name AS tenant, k.last_used_at
-			FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id
+			SELECT k.id, k.name, k.role, k.expires_at, k.tenant_id, t.name AS tenant, k.last_used_at,
+				k.cluster_id, c.name AS cluster
+			FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id LEFT JOIN clusters c ON c.id = k.cluster_id
 			WHERE k.token_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
 		), used AS (
 			UPDATE admin_tokens SET last_used_at = now()
 			WHERE id = (SELECT id FROM k) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
 		)
-		SELECT id, name, role, expires_at, tenant_id, tenant FROM k`,
-		Hash(token)).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt, &tenantID, &tenantName)
+		SELECT id, name, role, expires_at, tenant_id, tenant, cluster_id, cluster FROM k`,
+		Hash(token)).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt, &tenantID, &tenantName, &clusterID, &clusterName)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated
 	}
@@ -134,6 +141,9 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 	p.Role = Role(role)
 	if tenantID != nil {
 		p.TenantID, p.TenantName = *tenantID, *tenantName
+	}
+	if clusterID != nil {
+		p.ClusterID, p.ClusterName = *clusterID, *clusterName
 	}
 	return p, nil
 }
@@ -157,10 +167,26 @@ func (s *Store) Create(ctx context.Context, tenantID int64, name string, role Ro
 	case role != RoleOperator && role != RoleAdmin && role != RoleViewer:
 		return Token{}, "", fmt.Errorf("unknown role %q", role)
 	}
+	return s.create(ctx, tenantID, 0, name, role, expiresAt, by)
+}
+
+// CreateSync issues a sync token of the tenant's cluster and returns its
+// secret, which is not stored.
+func (s *Store) CreateSync(ctx context.Context, tenantID, clusterID int64, name string, expiresAt *time.Time, by Creator) (Token, string, error) {
+	if tenantID == 0 || clusterID == 0 {
+		return Token{}, "", errors.New("a sync token needs a tenant and a cluster")
+	}
+	return s.create(ctx, tenantID, clusterID, name, RoleSync, expiresAt, by)
+}
+
+func (s *Store) create(ctx context.Context, tenantID, clusterID int64, name string, role Role, expiresAt *time.Time, by Creator) (Token, string, error) {
 	secret := NewToken()
-	var tid *int64
+	var tid, cid *int64
 	if tenantID != 0 {
 		tid = &tenantID
+	}
+	if clusterID != 0 {
+		cid = &clusterID
 	}
 	var byID *int64
 	if by.TokenID != 0 {
@@ -168,10 +194,10 @@ func (s *Store) Create(ctx context.Context, tenantID int64, name string, role Ro
 	}
 	rows, err := s.pool.Query(ctx, `
 		WITH k AS (
-			INSERT INTO admin_tokens (name, role, token_hash, tenant_id, expires_at, created_by, created_by_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *)
+			INSERT INTO admin_tokens (name, role, token_hash, tenant_id, expires_at, created_by, created_by_id, cluster_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *)
 		SELECT `+tokenColumns+` FROM k LEFT JOIN tenants t ON t.id = k.tenant_id`,
-		name, string(role), Hash(secret), tid, expiresAt, by.Name, byID)
+		name, string(role), Hash(secret), tid, expiresAt, by.Name, byID, cid)
 	if err != nil {
 		return Token{}, "", fmt.Errorf("create admin token: %w", err)
 	}
@@ -189,7 +215,9 @@ type Token struct {
 	Role       Role
 	TenantID   int64
 	TenantName string
-	CreatedBy  string
+	// ClusterName is the cluster of a sync token; empty otherwise.
+	ClusterName string
+	CreatedBy   string
 	// CreatedByID is the token that created it; 0 for none (bootstrap,
 	// or created before it was recorded).
 	CreatedByID int64
@@ -199,13 +227,14 @@ type Token struct {
 	LastUsedAt  *time.Time
 }
 
-const tokenColumns = `k.id, k.name, k.role, coalesce(k.tenant_id, 0), coalesce(t.name, ''), k.created_by,
+const tokenColumns = `k.id, k.name, k.role, coalesce(k.tenant_id, 0), coalesce(t.name, ''),
+	coalesce((SELECT c.name FROM clusters c WHERE c.id = k.cluster_id), ''), k.created_by,
 	coalesce(k.created_by_id, 0), k.created_at, k.expires_at, k.revoked_at, k.last_used_at`
 
 func scanToken(row pgx.CollectableRow) (Token, error) {
 	var t Token
 	var role string
-	err := row.Scan(&t.ID, &t.Name, &role, &t.TenantID, &t.TenantName, &t.CreatedBy,
+	err := row.Scan(&t.ID, &t.Name, &role, &t.TenantID, &t.TenantName, &t.ClusterName, &t.CreatedBy,
 		&t.CreatedByID, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.LastUsedAt)
 	t.Role = Role(role)
 	return t, err

@@ -28,60 +28,87 @@ func (s *Server) getArtifacts(c *call) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.artifacts(c.tenant.Name, u)
+	a, err := s.artifacts(c, u)
 	if err != nil {
 		return err
 	}
 	return c.json(a)
 }
 
+// webhookOptions is how the tenant's webhook configurations are rendered
+// for webhookURL (checked), with a warning for each default exclusion a
+// policy of the tenant needs: the webhooks send status writes when a
+// policy matches them; a policy that matches another default exclusion
+// gets a warning, since the webhooks never send those.
+func (s *Server) webhookOptions(c *call, webhookURL string) (artifacts.WebhookOptions, []string, error) {
+	ca, err := s.caBundle()
+	if err != nil {
+		return artifacts.WebhookOptions{}, nil, err
+	}
+	needs, err := s.tenantNeeds(c)
+	if err != nil {
+		return artifacts.WebhookOptions{}, nil, err
+	}
+	includeStatus := false
+	var warnings []string
+	for _, n := range needs {
+		if n.exclusion == artifacts.ExclusionStatus {
+			includeStatus = true
+			continue
+		}
+		warnings = append(warnings, exclusionWarning(n.policy, n.exclusion))
+	}
+	return artifacts.WebhookOptions{GatewayURL: webhookURL, Tenant: c.tenant.Name, CABundle: ca, IncludeStatus: includeStatus}, warnings, nil
+}
+
 // artifacts renders what every cluster of the tenant installs, whatever its
-// credential. webhookURL has been checked.
-func (s *Server) artifacts(tenant, webhookURL string) (apiv1.Artifacts, error) {
+// credential (but a url credential): the AdmissionConfiguration and the
+// validating and mutating webhook configurations, one YAML stream.
+func (s *Server) artifacts(c *call, webhookURL string) (apiv1.Artifacts, error) {
 	ac, err := artifacts.AdmissionConfiguration(apiv1.KubeconfigPath)
 	if err != nil {
 		return apiv1.Artifacts{}, err
 	}
-	ca, err := s.caBundle()
+	opts, warnings, err := s.webhookOptions(c, webhookURL)
 	if err != nil {
 		return apiv1.Artifacts{}, err
 	}
-	// The validating and the mutating configuration, one YAML stream.
-	hooks, err := artifacts.Webhooks(artifacts.WebhookOptions{
-		GatewayURL: webhookURL, Tenant: tenant, CABundle: ca})
+	hooks, err := artifacts.Webhooks(opts)
 	if err != nil {
 		return apiv1.Artifacts{}, fmt.Errorf("webhook configuration: %w", err)
 	}
-	return apiv1.Artifacts{AdmissionConfiguration: string(ac), Webhooks: string(hooks)}, nil
+	return apiv1.Artifacts{AdmissionConfiguration: string(ac), Webhooks: string(hooks), Warnings: warnings}, nil
 }
 
 // artifactsFor renders what a cluster installs with a new credential of
-// typ. A url credential needs no AdmissionConfiguration nor kubeconfig, and
-// its webhooks hold its secret, which is not issued yet: they are rendered
-// here with a placeholder of the secret's shape, so that rendering them
-// with the secret (issued) cannot fail once the secret exists.
-func (s *Server) artifactsFor(tenant, webhookURL string, typ tenancy.CredentialType) (apiv1.Artifacts, error) {
+// typ, and the options its webhooks were rendered with. A url credential
+// needs no AdmissionConfiguration nor kubeconfig, and its webhooks hold its
+// secret, which is not issued yet: they are rendered here with a
+// placeholder of the secret's shape, so that rendering them again with the
+// secret (urlWebhooks, once issued) cannot fail.
+func (s *Server) artifactsFor(c *call, webhookURL string, typ tenancy.CredentialType) (apiv1.Artifacts, artifacts.WebhookOptions, error) {
 	if typ != tenancy.CredentialURL {
-		return s.artifacts(tenant, webhookURL)
+		a, err := s.artifacts(c, webhookURL)
+		return a, artifacts.WebhookOptions{}, err
 	}
-	hooks, err := s.urlWebhooks(tenant, webhookURL, urlSecretPlaceholder)
+	opts, warnings, err := s.webhookOptions(c, webhookURL)
 	if err != nil {
-		return apiv1.Artifacts{}, err
+		return apiv1.Artifacts{}, opts, err
 	}
-	return apiv1.Artifacts{Webhooks: string(hooks), WebhooksHoldSecret: true}, nil
+	hooks, err := urlWebhooks(opts, urlSecretPlaceholder)
+	if err != nil {
+		return apiv1.Artifacts{}, opts, err
+	}
+	return apiv1.Artifacts{Webhooks: string(hooks), WebhooksHoldSecret: true, Warnings: warnings}, opts, nil
 }
 
 // urlSecretPlaceholder has the shape of a URL secret.
 var urlSecretPlaceholder = tenancy.URLSecretPrefix + strings.Repeat("a", 52)
 
 // urlWebhooks renders the webhooks of a url credential with its secret.
-func (s *Server) urlWebhooks(tenant, webhookURL, secret string) ([]byte, error) {
-	ca, err := s.caBundle()
-	if err != nil {
-		return nil, err
-	}
-	hooks, err := artifacts.Webhooks(artifacts.WebhookOptions{
-		GatewayURL: webhookURL, Tenant: tenant, CABundle: ca, URLSecret: secret})
+func urlWebhooks(opts artifacts.WebhookOptions, secret string) ([]byte, error) {
+	opts.URLSecret = secret
+	hooks, err := artifacts.Webhooks(opts)
 	if err != nil {
 		return nil, fmt.Errorf("webhook configuration: %w", err)
 	}

@@ -101,7 +101,7 @@ func (s *Server) createCluster(c *call) error {
 	var req credentialRequest
 	if in.Credential != nil {
 		var err error
-		if req, err = s.credentialRequest(c.tenant.Name, "credential.", *in.Credential); err != nil {
+		if req, err = s.credentialRequest(c, "credential.", *in.Credential); err != nil {
 			return err
 		}
 	}

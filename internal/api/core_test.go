@@ -91,6 +91,16 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 func TestEveryRouteChecksAuthorization(t *testing.T) {
 	e := newEnv(t)
 	_, unknown := e.do(e.operator, "GET", "/api/v1/tenants/nope/clusters/x1", nil)
+	// A sync token of tenant a's cluster x1 (the cluster fillPath names),
+	// and one of another cluster of tenant a.
+	var issued apiv1.TokenIssued
+	e.doJSON(e.adminA, "POST", "/api/v1/tenants/a/clusters", apiv1.ClusterCreate{Name: "x1"}, http.StatusCreated, nil)
+	e.doJSON(e.adminA, "POST", "/api/v1/tenants/a/clusters", apiv1.ClusterCreate{Name: "x2"}, http.StatusCreated, nil)
+	e.doJSON(e.adminA, "POST", "/api/v1/tokens", apiv1.TokenCreate{Name: "sync", Role: apiv1.RoleSync, Tenant: "a", Cluster: "x1"}, http.StatusCreated, &issued)
+	syncX1 := issued.Secret
+	e.doJSON(e.adminA, "POST", "/api/v1/tokens", apiv1.TokenCreate{Name: "sync", Role: apiv1.RoleSync, Tenant: "a", Cluster: "x2"}, http.StatusCreated, &issued)
+	syncX2 := issued.Secret
+	_, unknownCluster := e.do(e.operator, "GET", "/api/v1/tenants/a/clusters/nope", nil)
 	for _, rt := range e.s.routes() {
 		path := fillPath(rt.path)
 		name := rt.method + " " + rt.path
@@ -107,11 +117,28 @@ func TestEveryRouteChecksAuthorization(t *testing.T) {
 		if c, _ := e.do("pcadm_notatoken", rt.method, path, nil); c != http.StatusUnauthorized {
 			t.Errorf("%s with a bad token = %d, want 401", name, c)
 		}
+		if rt.access != clusterSync {
+			if c, raw := e.do(syncX1, rt.method, path, nil); c != http.StatusForbidden {
+				t.Errorf("%s with a sync token = %d %s, want 403", name, c, raw)
+			}
+		}
 		switch rt.access {
 		case operatorOnly:
 			if c, raw := e.do(e.adminA, rt.method, path, nil); c != http.StatusForbidden {
 				t.Errorf("%s with a tenant admin token = %d %s, want 403", name, c, raw)
 			}
+		case clusterSync:
+			// Another cluster's sync token sees x1 as a cluster that does
+			// not exist; x1's own passes authorization.
+			c, raw := e.do(syncX2, rt.method, path, nil)
+			want := strings.Replace(mustStatusMessage(t, unknownCluster), `"nope"`, `"x1"`, 1)
+			if c != http.StatusNotFound || mustStatusMessage(t, raw) != want {
+				t.Errorf("%s with another cluster's sync token = %d %s, want 404 %q", name, c, raw, want)
+			}
+			if c, raw := e.do(syncX1, rt.method, path, nil); c == http.StatusForbidden || c == http.StatusNotFound || c == http.StatusUnauthorized {
+				t.Errorf("%s with the cluster's sync token = %d %s", name, c, raw)
+			}
+			fallthrough
 		case tenantViewer, tenantAdmin:
 			// Tenant b's admin sees tenant a exactly as a tenant that
 			// does not exist.
@@ -121,7 +148,7 @@ func TestEveryRouteChecksAuthorization(t *testing.T) {
 			if c != http.StatusNotFound || msg != want {
 				t.Errorf("%s with another tenant's token = %d %q, want 404 %q", name, c, msg, want)
 			}
-			if rt.access == tenantAdmin {
+			if rt.access == tenantAdmin || rt.access == clusterSync {
 				if c, raw := e.do(e.viewerA, rt.method, path, nil); c != http.StatusForbidden {
 					t.Errorf("%s with a viewer token = %d %s, want 403", name, c, raw)
 				}

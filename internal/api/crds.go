@@ -15,7 +15,7 @@ func (s *Server) crdRoutes() []route {
 		{method: "GET", path: clusterPath + "/crds", access: tenantViewer,
 			summary: "The cluster's CustomResourceDefinitions", query: pagingParams,
 			response: apiv1.List[json.RawMessage]{}, handle: s.listCRDs},
-		{method: "PUT", path: clusterPath + "/crds", access: tenantAdmin,
+		{method: "PUT", path: clusterPath + "/crds", access: clusterSync,
 			summary:  "Replace the cluster's CustomResourceDefinitions",
 			rawBody:  "CustomResourceDefinition objects (apiextensions.k8s.io/v1): a List or CustomResourceDefinitionList as `kubectl get crd -o yaml|json` prints it, or multi-document YAML",
 			response: apiv1.CRDImport{}, handle: s.importCRDs},

@@ -106,13 +106,15 @@ type credentialRequest struct {
 	csr        []byte
 	webhookURL string
 	// artifacts are rendered before the credential is issued: once it is,
-	// nothing may fail, or its secret would be lost.
+	// nothing may fail, or its secret would be lost. hooks are the
+	// options of its webhooks, for a url credential's.
 	artifacts apiv1.Artifacts
+	hooks     artifacts.WebhookOptions
 }
 
 // credentialRequest checks in; prefix is prepended to field names (for a
 // credential nested in another request).
-func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCreate) (credentialRequest, error) {
+func (s *Server) credentialRequest(c *call, prefix string, in apiv1.CredentialCreate) (credentialRequest, error) {
 	req := credentialRequest{typ: tenancy.CredentialType(in.Type), opts: tenancy.CredentialOptions{Description: in.Description}}
 	if req.typ == "" {
 		req.typ = tenancy.CredentialToken
@@ -144,7 +146,7 @@ func (s *Server) credentialRequest(tenant, prefix string, in apiv1.CredentialCre
 	if req.webhookURL, err = s.webhookURL(prefix+"webhookURL", in.WebhookURL); err != nil {
 		return req, err
 	}
-	req.artifacts, err = s.artifactsFor(tenant, req.webhookURL, req.typ)
+	req.artifacts, req.hooks, err = s.artifactsFor(c, req.webhookURL, req.typ)
 	return req, err
 }
 
@@ -172,14 +174,14 @@ func (s *Server) issue(c *call, cl tenancy.Cluster, req credentialRequest) (apiv
 	if err != nil {
 		return apiv1.CredentialIssued{}, err
 	}
-	return s.issued(c.tenant.Name, in, req.artifacts, req.webhookURL), nil
+	return s.issued(in, req.artifacts, req.webhookURL, req.hooks), nil
 }
 
 // issued is the answer for a new credential: the secret and the artifacts
 // a, completed with the kubeconfig, or for a url credential with the
-// webhooks that carry its secret. webhookURL has been checked and a
-// rendered with it, so nothing can fail to render.
-func (s *Server) issued(tenant string, in tenancy.Issued, a apiv1.Artifacts, webhookURL string) apiv1.CredentialIssued {
+// webhooks that carry its secret (rendered with hooks). webhookURL has been
+// checked and a rendered with it, so nothing can fail to render.
+func (s *Server) issued(in tenancy.Issued, a apiv1.Artifacts, webhookURL string, hooks artifacts.WebhookOptions) apiv1.CredentialIssued {
 	out := apiv1.CredentialIssued{
 		Credential: toCredential(in.Credential, time.Now()),
 		Token:      in.Token, Username: in.Username, Password: in.Password,
@@ -189,8 +191,8 @@ func (s *Server) issued(tenant string, in tenancy.Issued, a apiv1.Artifacts, web
 	if in.Type == tenancy.CredentialURL {
 		// The error is impossible: a was rendered with a placeholder of
 		// the secret's shape.
-		hooks, _ := s.urlWebhooks(tenant, webhookURL, in.URLSecret)
-		a.Webhooks = string(hooks)
+		rendered, _ := urlWebhooks(hooks, in.URLSecret)
+		a.Webhooks = string(rendered)
 		out.Artifacts = a
 		return out
 	}
@@ -221,7 +223,7 @@ func (s *Server) createCredential(c *call) error {
 	if err := c.decode(&in); err != nil {
 		return err
 	}
-	req, err := s.credentialRequest(c.tenant.Name, "", in)
+	req, err := s.credentialRequest(c, "", in)
 	if err != nil {
 		return err
 	}
@@ -280,7 +282,7 @@ func (s *Server) rotateCredential(c *call) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.artifactsFor(c.tenant.Name, u, old.Type)
+	a, hooks, err := s.artifactsFor(c, u, old.Type)
 	if err != nil {
 		return err
 	}
@@ -295,7 +297,7 @@ func (s *Server) rotateCredential(c *call) error {
 	if err != nil {
 		return err
 	}
-	out := s.issued(c.tenant.Name, in2, a, u)
+	out := s.issued(in2, a, u, hooks)
 	e := credentialEntry(actionRotate, cl.Name, out.Credential)
 	e.Detail["replaces"] = old.ID
 	e.Detail["grace"] = grace.String()

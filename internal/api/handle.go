@@ -57,6 +57,11 @@ func (s *Server) authorize(c *call) error {
 		return fault.Wrap(err, fault.Unavailable, "the token store is unavailable; retry shortly")
 	}
 	c.principal = p
+	// A sync token runs inside a tenant's cluster: it reaches its
+	// cluster's inventory pushes and nothing else.
+	if p.Role == adminauth.RoleSync && c.rt.access != clusterSync {
+		return fault.Errorf(fault.Forbidden, "%q is a sync token of cluster %q: it may only push that cluster's inventory", p.Name, p.ClusterName)
+	}
 	switch c.rt.access {
 	case authenticated:
 		return nil
@@ -75,7 +80,14 @@ func (s *Server) authorize(c *call) error {
 		return err
 	}
 	c.tenant = t
-	if c.rt.access == tenantAdmin && !p.Operator() && p.Role != adminauth.RoleAdmin {
+	if p.Role == adminauth.RoleSync {
+		// Another cluster of the tenant looks like one that does not exist.
+		if cluster := c.r.PathValue("cluster"); cluster != p.ClusterName {
+			return clusterNotFound(name, cluster)
+		}
+		return nil
+	}
+	if (c.rt.access == tenantAdmin || c.rt.access == clusterSync) && !p.Operator() && p.Role != adminauth.RoleAdmin {
 		return fault.Errorf(fault.Forbidden, "this call changes tenant %q and needs an admin token; %q is a %s token", name, p.Name, p.Role)
 	}
 	return nil

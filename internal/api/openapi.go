@@ -94,6 +94,7 @@ func (s *Server) openAPIDocument() map[string]any {
 var accessNames = map[access]string{
 	public: "public", authenticated: "any token", operatorOnly: "operator",
 	tenantViewer: "operator, or a viewer or admin token of the tenant", tenantAdmin: "operator, or an admin token of the tenant",
+	clusterSync: "operator, an admin token of the tenant, or the sync token of the cluster",
 }
 
 func operationID(rt route) string {

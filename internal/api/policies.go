@@ -100,7 +100,7 @@ func applyResult(outcomes []policystore.ApplyOutcome, version int64, dryRun bool
 	res := apiv1.ApplyResult{DryRun: dryRun, Version: version, Results: make([]apiv1.ApplyItem, len(outcomes))}
 	for i, o := range outcomes {
 		res.Results[i] = applyItem(i, o.Object, o.Action, o.Object.ResourceVersion)
-		res.Results[i].Warnings = o.Warnings
+		res.Results[i].Warnings = slices.Concat(o.Warnings, applyWarnings(o.Object))
 	}
 	return res
 }

@@ -15,6 +15,9 @@ const (
 	operatorOnly                // operator tokens
 	tenantViewer                // operators, and admin and viewer tokens of {tenant}
 	tenantAdmin                 // operators, and admin tokens of {tenant}
+	// clusterSync is tenantAdmin, and the sync token of {tenant}'s
+	// {cluster}: the only routes a sync token reaches.
+	clusterSync
 )
 
 // route is one endpoint. path uses net/http wildcards; a route whose path
@@ -59,7 +62,7 @@ func (s *Server) routes() []route {
 	for _, group := range [][]route{
 		s.coreRoutes(),
 		s.tokenRoutes(), s.tenantRoutes(), s.clusterRoutes(), s.artifactRoutes(), s.credentialRoutes(), s.auditRoutes(),
-		s.policyRoutes(), s.versionRoutes(), s.namespaceRoutes(), s.crdRoutes(), s.evaluateRoutes(),
+		s.policyRoutes(), s.versionRoutes(), s.namespaceRoutes(), s.namespaceSyncRoutes(), s.crdRoutes(), s.evaluateRoutes(),
 		s.decisionRoutes(), s.catalogRoutes(), s.limitRoutes(),
 	} {
 		all = append(all, group...)

@@ -39,7 +39,7 @@ func (s *Server) tokenRoutes() []route {
 
 func toToken(t adminauth.Token) apiv1.Token {
 	return apiv1.Token{
-		ID: t.ID, Name: t.Name, Role: string(t.Role), Tenant: t.TenantName, CreatedBy: t.CreatedBy, CreatedByID: t.CreatedByID,
+		ID: t.ID, Name: t.Name, Role: string(t.Role), Tenant: t.TenantName, Cluster: t.ClusterName, CreatedBy: t.CreatedBy, CreatedByID: t.CreatedByID,
 		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, LastUsedAt: t.LastUsedAt,
 	}
 }
@@ -116,6 +116,10 @@ func (s *Server) createToken(c *call) error {
 		return err
 	}
 	var tenant tenancy.Tenant
+	var cluster tenancy.Cluster
+	if in.Cluster != "" && in.Role != apiv1.RoleSync {
+		return fault.InvalidField("cluster", "is only for a %s token", apiv1.RoleSync)
+	}
 	switch in.Role {
 	case apiv1.RoleOperator:
 		if !c.principal.Operator() {
@@ -132,8 +136,23 @@ func (s *Server) createToken(c *call) error {
 		if tenant, err = s.resolveTenant(c, in.Tenant); err != nil {
 			return err
 		}
+	case apiv1.RoleSync:
+		if in.Tenant == "" || in.Cluster == "" {
+			return fault.InvalidField("cluster", "a %s token needs a tenant and a cluster", in.Role)
+		}
+		var err error
+		if tenant, err = s.resolveTenant(c, in.Tenant); err != nil {
+			return err
+		}
+		cluster, err = s.Tenancy.FindClusterByName(c.ctx(), tenant.ID, in.Cluster)
+		if fault.ErrorCode(err) == fault.NotFound {
+			return clusterNotFound(tenant.Name, in.Cluster)
+		}
+		if err != nil {
+			return err
+		}
 	default:
-		return fault.InvalidField("role", "must be %s, %s or %s, not %q", apiv1.RoleOperator, apiv1.RoleAdmin, apiv1.RoleViewer, in.Role)
+		return fault.InvalidField("role", "must be %s, %s, %s or %s, not %q", apiv1.RoleOperator, apiv1.RoleAdmin, apiv1.RoleViewer, apiv1.RoleSync, in.Role)
 	}
 	exp, err := expiresIn("expiresIn", in.ExpiresIn)
 	if err != nil {
@@ -149,8 +168,14 @@ func (s *Server) createToken(c *call) error {
 				limit.UTC().Format(time.RFC3339))
 		}
 	}
-	tok, secret, err := s.Tokens.Create(c.ctx(), tenant.ID, in.Name, adminauth.Role(in.Role), exp,
-		adminauth.Creator{Name: c.principal.Name, TokenID: c.principal.TokenID})
+	var tok adminauth.Token
+	var secret string
+	by := adminauth.Creator{Name: c.principal.Name, TokenID: c.principal.TokenID}
+	if in.Role == apiv1.RoleSync {
+		tok, secret, err = s.Tokens.CreateSync(c.ctx(), tenant.ID, cluster.ID, in.Name, exp, by)
+	} else {
+		tok, secret, err = s.Tokens.Create(c.ctx(), tenant.ID, in.Name, adminauth.Role(in.Role), exp, by)
+	}
 	if err != nil {
 		return err
 	}

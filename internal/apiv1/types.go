@@ -167,6 +167,10 @@ type Artifacts struct {
 	// WebhooksHoldSecret says that Webhooks carries a url credential's
 	// secret in its URLs: keep it as secret as a kubeconfig.
 	WebhooksHoldSecret bool `json:"webhooksHoldSecret,omitempty"`
+	// Warnings name the tenant's policies that match requests the webhooks
+	// leave out by default (events, authentication and authorization
+	// reviews, pods/binding, leases): those policies never see them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // KubeconfigPath is where the generated AdmissionConfiguration expects the
@@ -178,6 +182,9 @@ const (
 	RoleOperator = "operator"
 	RoleAdmin    = "admin"
 	RoleViewer   = "viewer"
+	// RoleSync is a cluster's namespace sync (admin namespaces sync): it
+	// may only push that cluster's inventory.
+	RoleSync = "sync"
 )
 
 // Token describes an admin API token; it never holds the secret.
@@ -186,6 +193,7 @@ type Token struct {
 	Name      string `json:"name"`
 	Role      string `json:"role"`
 	Tenant    string `json:"tenant,omitempty"`
+	Cluster   string `json:"cluster,omitempty"` // of a sync token
 	CreatedBy string `json:"createdBy,omitempty"`
 	// CreatedByID is the id of the token that created it, when known.
 	CreatedByID int64      `json:"createdById,omitempty"`
@@ -204,6 +212,7 @@ type TokenCreate struct {
 	Name      string `json:"name"`
 	Role      string `json:"role"`
 	Tenant    string `json:"tenant,omitempty"`
+	Cluster   string `json:"cluster,omitempty"` // required for a sync token, and only for one
 	ExpiresIn string `json:"expiresIn,omitempty"`
 }
 
@@ -282,6 +291,25 @@ type Rollback struct {
 // NamespaceImport answers PUT .../clusters/{cluster}/namespaces.
 type NamespaceImport struct {
 	Namespaces int `json:"namespaces"`
+}
+
+// NamespaceSync is POST .../clusters/{cluster}/namespaces/sync, one push of
+// the cluster's namespace sync. With Full, Namespaces is the cluster's whole
+// inventory (a list); otherwise Namespaces are added or updated and Deleted
+// removed (watch events). An empty push is a heartbeat. Every push renews
+// the sync's lease: while it runs, the gateway learns nothing from the
+// cluster's traffic.
+type NamespaceSync struct {
+	Full       bool              `json:"full,omitempty"`
+	Namespaces []json.RawMessage `json:"namespaces,omitempty"`
+	Deleted    []string          `json:"deleted,omitempty"`
+}
+
+// NamespaceSyncResult answers a NamespaceSync.
+type NamespaceSyncResult struct {
+	PushedAt time.Time `json:"pushedAt"`
+	// LeaseSeconds is how long the push keeps the sync counted as running.
+	LeaseSeconds int `json:"leaseSeconds"`
 }
 
 // CRDImport answers PUT .../clusters/{cluster}/crds.

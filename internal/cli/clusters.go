@@ -74,6 +74,9 @@ func cmdClusterCreate(e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("cluster %q was created, but writing its files failed; the server's answer, with the credential's secret and the files' contents, is printed above: %w", pos[0], err)
 	}
+	for _, w := range created.Credential.Artifacts.Warnings {
+		fmt.Fprintf(e.stderr, "Warning: %s\n", w)
+	}
 	return e.emit(c, raw, func(w io.Writer) error {
 		cred := created.Credential.Credential
 		fmt.Fprintf(w, "cluster %q created in tenant %q, with credential %d (%s)\n", created.Cluster.Name, created.Cluster.Tenant, cred.ID, cred.Type)

@@ -16,8 +16,9 @@ func cmdTokenCreate(e *env, args []string) error {
 	f := e.newFlags("token create")
 	c := f.conn(true)
 	name := f.String("name", "", "what the token is for")
-	role := f.String("role", "", "operator, admin or viewer")
-	tenant := f.String("tenant", "", "the tenant of an admin or viewer token")
+	role := f.String("role", "", "operator, admin, viewer, or sync (may only push one cluster's inventory: admin namespaces sync)")
+	tenant := f.String("tenant", "", "the tenant of an admin, viewer or sync token")
+	cluster := f.String("cluster", "", "the cluster of a sync token")
 	expires := f.String("expires", "", "lifetime, a Go duration such as 720h (default: no expiry)")
 	if _, err := f.parse(args, 0, 0, ""); err != nil {
 		return err
@@ -27,8 +28,15 @@ func cmdTokenCreate(e *env, args []string) error {
 	}
 	switch *role {
 	case apiv1.RoleOperator, apiv1.RoleAdmin, apiv1.RoleViewer:
+		if *cluster != "" {
+			return usageErr("--cluster is only for a sync token")
+		}
+	case apiv1.RoleSync:
+		if err := required("tenant", *tenant, "cluster", *cluster); err != nil {
+			return err
+		}
 	default:
-		return usageErr("--role %q: use operator, admin or viewer", *role)
+		return usageErr("--role %q: use operator, admin, viewer or sync", *role)
 	}
 	if err := durationFlag("expires", *expires); err != nil {
 		return err
@@ -39,13 +47,16 @@ func cmdTokenCreate(e *env, args []string) error {
 	}
 	var issued apiv1.TokenIssued
 	raw, err := cl.sendJSON(e, http.MethodPost, apiPath("tokens"), nil,
-		apiv1.TokenCreate{Name: *name, Role: *role, Tenant: *tenant, ExpiresIn: *expires}, &issued)
+		apiv1.TokenCreate{Name: *name, Role: *role, Tenant: *tenant, Cluster: *cluster, ExpiresIn: *expires}, &issued)
 	if err != nil {
 		return err
 	}
 	return e.emit(c, raw, func(w io.Writer) error {
 		tk := issued.Token
 		scope := tk.Role
+		if tk.Cluster != "" {
+			scope += " of cluster " + strconv.Quote(tk.Cluster)
+		}
 		if tk.Tenant != "" {
 			scope += " of tenant " + strconv.Quote(tk.Tenant)
 		}

@@ -242,6 +242,14 @@ func (m *compiledMatch) matchNamespace(rc *reqCtx) (bool, error) {
 		return true, nil
 	}
 	set, err := rc.namespaceLabels(m.nsNameOnly)
+	if !rc.matchesOwnLabels() {
+		// Committed OR provisional: what an allowed request proposed may
+		// make the binding apply, never stop it (nor settle an unknown
+		// namespace to "does not apply").
+		if prov, ok := rc.provisionalLabels(); ok && m.nsSel.Matches(prov) {
+			return true, nil
+		}
+	}
 	if err != nil {
 		return false, err
 	}

@@ -34,6 +34,9 @@ type reqCtx struct {
 	oldLabels map[string]string
 
 	ns *corev1.Namespace
+	// provLabels are the provisional labels of the request's namespace,
+	// when the inventory has any (ProvisionalNamespaces).
+	provLabels labels.Set
 
 	objVal any
 	oldVal any
@@ -54,7 +57,7 @@ type reqCtx struct {
 	// The flags are together, where they take one word. A request
 	// allocates this once, within its validator, and the size shows in the
 	// GC's work: 320 more bytes made BenchmarkValidateBaseline 3% slower.
-	labelsLoaded, nsLoaded, nsKnown, objLoaded, nsValsLoaded bool
+	labelsLoaded, nsLoaded, nsKnown, objLoaded, nsValsLoaded, provLoaded bool
 	// kindLoaded is set once kind holds what the scheme says of the
 	// request's kind.
 	kindLoaded bool
@@ -129,11 +132,18 @@ func (e *unknownNamespaceError) Error() string {
 	return fmt.Sprintf("namespace %q is unknown: the namespace inventory lacks it, so its labels and object cannot be evaluated", e.name)
 }
 
+// matchesOwnLabels is set for a Namespace CREATE or UPDATE, which the
+// namespaceSelector matches by the request's own object.
+func (rc *reqCtx) matchesOwnLabels() bool {
+	req := rc.req
+	return req.RequestResource.Resource == "namespaces" && req.RequestSubResource == "" &&
+		(req.Operation == admissionregistrationv1.Create || req.Operation == admissionregistrationv1.Update)
+}
+
 // namespaceLabels mirrors namespace.Matcher.GetNamespaceLabels.
 func (rc *reqCtx) namespaceLabels(nameOnly bool) (labels.Set, error) {
 	req := rc.req
-	if req.RequestResource.Resource == "namespaces" && req.RequestSubResource == "" &&
-		(req.Operation == admissionregistrationv1.Create || req.Operation == admissionregistrationv1.Update) {
+	if rc.matchesOwnLabels() {
 		if req.Object == nil {
 			return nil, apierrors.NewInternalError(errors.New("object does not implement the Object interfaces"))
 		}
@@ -147,6 +157,26 @@ func (rc *reqCtx) namespaceLabels(nameOnly bool) (labels.Set, error) {
 		return labels.Set(rc.ns.Labels), nil
 	}
 	return nil, &unknownNamespaceError{name: req.Namespace}
+}
+
+// provisionalLabels returns the provisional labels of the request's
+// namespace, if the inventory has any. A Namespace request itself is matched
+// by its own object's labels (namespaceLabels), never by these.
+func (rc *reqCtx) provisionalLabels() (labels.Set, bool) {
+	if !rc.provLoaded {
+		rc.provLoaded = true
+		if p, ok := rc.nsLookup.(ProvisionalNamespaces); ok && rc.req.Namespace != "" {
+			if ns, ok := p.ProvisionalNamespace(rc.req.Namespace); ok && ns != nil {
+				set := labels.Set{}
+				for k, v := range ns.Labels {
+					set[k] = v
+				}
+				set[metadataNameLabel] = rc.req.Namespace
+				rc.provLabels = set
+			}
+		}
+	}
+	return rc.provLabels, rc.provLabels != nil
 }
 
 // namespaceObject is the namespace handed to CEL as namespaceObject: none

@@ -73,6 +73,18 @@ type NamespaceLookup interface {
 	Namespace(name string) (*corev1.Namespace, bool)
 }
 
+// ProvisionalNamespaces is implemented by a NamespaceLookup that also
+// holds what allowed requests proposed for a namespace and nothing has
+// confirmed yet: another admission step may have rejected it after the
+// gateway allowed it. Matching uses it only in the stricter direction: a
+// binding's namespaceSelector applies when it matches the committed labels
+// or the provisional ones, so a provisional label can make a binding
+// apply, never stop it from applying. namespaceObject is always the
+// committed object.
+type ProvisionalNamespaces interface {
+	ProvisionalNamespace(name string) (*corev1.Namespace, bool)
+}
+
 // NamespaceMap is a NamespaceLookup backed by a map, for tests and tools.
 type NamespaceMap map[string]*corev1.Namespace
 

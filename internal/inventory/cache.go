@@ -29,7 +29,7 @@ type Config struct {
 }
 
 // Cache serves each cluster's inventory from memory, per (tenant,
-// cluster). A learned namespace is visible at once on this replica;
+// cluster). What the webhook observes is visible at once on this replica;
 // it is written to the database in the background and reaches the other
 // replicas by notification.
 type Cache struct {
@@ -85,7 +85,7 @@ func (n *Cache) Lookup(ctx context.Context, tenantID, clusterID int64) (*Cluster
 	select {
 	case r := <-ch:
 		if r.Err != nil {
-			return newCluster(map[string]*corev1.Namespace{}, nil),
+			return newCluster(map[string]*corev1.Namespace{}, map[string]*corev1.Namespace{}, nil, time.Time{}),
 				fault.Wrap(r.Err, fault.Unavailable, "namespace inventory unavailable")
 		}
 		return r.Val.(*Cluster), nil
@@ -101,57 +101,99 @@ func (n *Cache) load(key clusterKey) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	provs, err := n.store.ListProvisional(ctx, key.tenant, key.cluster)
+	if err != nil {
+		return nil, err
+	}
 	crds, err := n.store.ListCRDs(ctx, key.tenant, key.cluster)
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]*corev1.Namespace, len(nss))
-	for _, ns := range nss {
-		m[ns.Name] = ns
+	pushed, err := n.store.SyncPushedAt(ctx, key.tenant, key.cluster)
+	if err != nil {
+		return nil, err
+	}
+	var syncedUntil time.Time
+	if !pushed.IsZero() {
+		syncedUntil = pushed.Add(SyncLease)
 	}
 	byResource := crdIndex(crds)
+	m, prov := byName(nss), byName(provs)
 	if inv, ok := n.lru.Peek(key); ok {
-		inv.replace(m, byResource)
+		inv.replace(m, prov, byResource, syncedUntil)
 		return inv, nil
 	}
-	inv := newCluster(m, byResource)
+	inv := newCluster(m, prov, byResource, syncedUntil)
 	n.lru.Add(key, inv)
 	return inv, nil
 }
 
-// LearnNamespace records a namespace seen in an allowed, non-dry-run
-// request. It is visible to Lookup on this replica at once; the database
-// write happens in the background (dropped, and counted, if the queue is
-// full).
-func (n *Cache) LearnNamespace(tenantID, clusterID int64, ns *corev1.Namespace) {
-	c, _, err := cleanNamespace(ns)
-	if err != nil {
+func byName(nss []*corev1.Namespace) map[string]*corev1.Namespace {
+	m := make(map[string]*corev1.Namespace, len(nss))
+	for _, ns := range nss {
+		m[ns.Name] = ns
+	}
+	return m
+}
+
+// Observe records what a request on a namespace showed: committed is its
+// oldObject (what the apiserver had stored), provisional the object of an
+// allowed, non-dry-run CREATE or UPDATE; either may be nil. It is visible
+// to Lookup on this replica at once; the database write happens in the
+// background (dropped, and counted, if the queue is full). While a sync
+// runs for the cluster it does nothing: the sync is the truth.
+func (n *Cache) Observe(tenantID, clusterID int64, committed, provisional *corev1.Namespace) {
+	o := &observation{}
+	if committed != nil {
+		c, _, err := cleanNamespace(committed)
+		if err != nil {
+			return
+		}
+		o.committed, o.name = c, c.Name
+	}
+	if provisional != nil {
+		p, _, err := cleanNamespace(provisional)
+		if err != nil || o.name != "" && p.Name != o.name {
+			return
+		}
+		o.provisional, o.name = p, p.Name
+	}
+	if o.name == "" {
 		return
 	}
 	inv, ok := n.lru.Peek(clusterKey{tenantID, clusterID})
 	if ok {
-		inv.learn(c)
+		if inv.Synced(time.Now()) {
+			return
+		}
+		inv.observe(o)
 	}
-	n.enqueueLearned(inv, c, func(ctx context.Context) error { return n.store.UpsertNamespace(ctx, tenantID, clusterID, c) })
+	n.enqueueObserved(inv, o, func(ctx context.Context) error {
+		return n.store.Observe(ctx, tenantID, clusterID, o.committed, o.provisional)
+	})
 }
 
 // LearnNamespaceTerminating records an allowed DELETE of a namespace.
 func (n *Cache) LearnNamespaceTerminating(tenantID, clusterID int64, name string) {
 	now := time.Now().UTC()
 	inv, _ := n.lru.Peek(clusterKey{tenantID, clusterID})
-	var c *corev1.Namespace
+	var o *observation
 	if inv != nil {
+		if inv.Synced(now) {
+			return
+		}
 		if cur, ok := inv.Namespace(name); ok {
-			c = cur.DeepCopy()
+			c := cur.DeepCopy()
 			c.Status.Phase = corev1.NamespaceTerminating
 			if c.DeletionTimestamp == nil {
 				t := metav1.NewTime(now.Truncate(time.Second))
 				c.DeletionTimestamp = &t
 			}
-			inv.learn(c)
+			o = &observation{name: name, committed: c}
+			inv.observe(o)
 		}
 	}
-	n.enqueueLearned(inv, c, func(ctx context.Context) error {
+	n.enqueueObserved(inv, o, func(ctx context.Context) error {
 		err := n.store.MarkNamespaceTerminating(ctx, tenantID, clusterID, name, now)
 		if fault.ErrorCode(err) == fault.NotFound {
 			return nil
@@ -160,13 +202,13 @@ func (n *Cache) LearnNamespaceTerminating(tenantID, clusterID int64, name string
 	})
 }
 
-// enqueueLearned queues the write of a learned namespace; once it has been
-// tried (or dropped), inv stops keeping ns across reloads. inv or ns may be
+// enqueueObserved queues the write of an observation; once it has been
+// tried (or dropped), inv stops keeping o across reloads. inv or o may be
 // nil when nothing was set in memory.
-func (n *Cache) enqueueLearned(inv *Cluster, ns *corev1.Namespace, write func(context.Context) error) {
+func (n *Cache) enqueueObserved(inv *Cluster, o *observation, write func(context.Context) error) {
 	done := func() {
-		if inv != nil && ns != nil {
-			inv.written(ns)
+		if inv != nil && o != nil {
+			inv.written(o)
 		}
 	}
 	if !n.enqueue(func(ctx context.Context) error { defer done(); return write(ctx) }) {
@@ -206,7 +248,15 @@ func (n *Cache) notified(payload string) {
 		return
 	}
 	key, name := clusterKey{t, c}, parts[2]
-	if _, ok := n.lru.Peek(key); !ok {
+	inv, ok := n.lru.Peek(key)
+	if !ok {
+		return
+	}
+	if ms, found := strings.CutPrefix(name, syncPrefix); found {
+		// A sync's heartbeat: no namespace changed, its lease did.
+		if v, err := strconv.ParseInt(ms, 10, 64); err == nil {
+			inv.setSyncedUntil(time.UnixMilli(v).Add(SyncLease))
+		}
 		return
 	}
 	n.enqueue(func(ctx context.Context) error {
@@ -214,16 +264,16 @@ func (n *Cache) notified(payload string) {
 			_, err := n.load(key)
 			return err
 		}
-		ns, err := n.store.GetNamespace(ctx, t, c, name)
-		inv, ok := n.lru.Peek(key)
-		switch {
-		case !ok:
-		case fault.ErrorCode(err) == fault.NotFound:
-			inv.remove(name)
-		case err != nil:
+		committed, err := n.store.GetNamespace(ctx, t, c, name)
+		if err != nil && fault.ErrorCode(err) != fault.NotFound {
 			return err
-		default:
-			inv.set(ns)
+		}
+		prov, err := n.store.GetProvisional(ctx, t, c, name)
+		if err != nil && fault.ErrorCode(err) != fault.NotFound {
+			return err
+		}
+		if inv, ok := n.lru.Peek(key); ok {
+			inv.set(name, committed, prov)
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -9,27 +10,41 @@ import (
 
 // Cluster is one cluster's inventory in memory. It is safe for concurrent
 // use. Its Namespace method makes it an evaluator.NamespaceLookup, its
+// ProvisionalNamespace method an evaluator.ProvisionalNamespaces, its
 // CRDConversion method an evaluator.CRDLookup, its CRDObject method an
 // evaluator.CRDSchemaLookup.
 type Cluster struct {
 	mu sync.RWMutex
-	m  map[string]*corev1.Namespace
+	// m holds the committed namespaces, prov what allowed requests proposed
+	// and nothing has confirmed yet.
+	m, prov map[string]*corev1.Namespace
 	// crds are the uploaded CustomResourceDefinitions, by the resource they
 	// serve. They are never learned, so nothing of them is pending.
 	crds map[schema.GroupResource]*CRD
-	// pending holds what this replica learned and has not written yet. A
-	// reload from the database (an upload elsewhere, a reconnect) keeps
-	// these, so a learned namespace never vanishes between being learned
-	// and being stored.
-	pending map[string]*corev1.Namespace
+	// syncedUntil is when the lease of the cluster's namespace sync ends:
+	// until then the sync is the truth and traffic teaches nothing.
+	syncedUntil time.Time
+	// pending holds what this replica observed and has not written yet. A
+	// reload from the database (an upload elsewhere, a reconnect) applies
+	// these again, so an observation never vanishes between being made and
+	// being stored.
+	pending map[string]*observation
 }
 
-func newCluster(m map[string]*corev1.Namespace, crds map[schema.GroupResource]*CRD) *Cluster {
-	return &Cluster{m: m, crds: crds, pending: map[string]*corev1.Namespace{}}
+// observation is what one request on a namespace showed: committed is its
+// oldObject, provisional the object an allowed CREATE or UPDATE proposed.
+// Either may be nil.
+type observation struct {
+	name                   string
+	committed, provisional *corev1.Namespace
 }
 
-// Namespace returns the named namespace, if known. The object returned must
-// not be modified.
+func newCluster(m, prov map[string]*corev1.Namespace, crds map[schema.GroupResource]*CRD, syncedUntil time.Time) *Cluster {
+	return &Cluster{m: m, prov: prov, crds: crds, syncedUntil: syncedUntil, pending: map[string]*observation{}}
+}
+
+// Namespace returns the named namespace's committed object, if known. The
+// object returned must not be modified.
 func (inv *Cluster) Namespace(name string) (*corev1.Namespace, bool) {
 	inv.mu.RLock()
 	ns, ok := inv.m[name]
@@ -37,51 +52,97 @@ func (inv *Cluster) Namespace(name string) (*corev1.Namespace, bool) {
 	return ns, ok
 }
 
-// NamespaceCount returns the number of known namespaces.
+// ProvisionalNamespace returns what an allowed request proposed for the
+// namespace and nothing has confirmed yet, if anything. The object returned
+// must not be modified.
+func (inv *Cluster) ProvisionalNamespace(name string) (*corev1.Namespace, bool) {
+	inv.mu.RLock()
+	ns, ok := inv.prov[name]
+	inv.mu.RUnlock()
+	return ns, ok
+}
+
+// NamespaceCount returns the number of known committed namespaces.
 func (inv *Cluster) NamespaceCount() int {
 	inv.mu.RLock()
 	defer inv.mu.RUnlock()
 	return len(inv.m)
 }
 
-func (inv *Cluster) set(ns *corev1.Namespace) {
+// Synced reports whether a namespace sync is running for the cluster at
+// now: then the gateway learns nothing from its traffic.
+func (inv *Cluster) Synced(now time.Time) bool {
+	inv.mu.RLock()
+	defer inv.mu.RUnlock()
+	return now.Before(inv.syncedUntil)
+}
+
+func (inv *Cluster) setSyncedUntil(t time.Time) {
 	inv.mu.Lock()
-	inv.m[ns.Name] = ns
+	if t.After(inv.syncedUntil) {
+		inv.syncedUntil = t
+	}
 	inv.mu.Unlock()
 }
 
-// learn sets ns and remembers it until written says it is stored.
-func (inv *Cluster) learn(ns *corev1.Namespace) {
+// set sets the committed (ns) and provisional (prov) objects of name; nil
+// removes one.
+func (inv *Cluster) set(name string, ns, prov *corev1.Namespace) {
 	inv.mu.Lock()
-	inv.m[ns.Name] = ns
-	inv.pending[ns.Name] = ns
+	setOrDelete(inv.m, name, ns)
+	setOrDelete(inv.prov, name, prov)
 	inv.mu.Unlock()
 }
 
-// written forgets a learned namespace once its write has been attempted:
-// from then on the database (and its notifications) is the truth.
-func (inv *Cluster) written(ns *corev1.Namespace) {
+func setOrDelete(m map[string]*corev1.Namespace, name string, ns *corev1.Namespace) {
+	if ns == nil {
+		delete(m, name)
+	} else {
+		m[name] = ns
+	}
+}
+
+// observe applies o and remembers it until written says it is stored.
+func (inv *Cluster) observe(o *observation) {
 	inv.mu.Lock()
-	if inv.pending[ns.Name] == ns {
-		delete(inv.pending, ns.Name)
+	inv.apply(o)
+	inv.pending[o.name] = o
+	inv.mu.Unlock()
+}
+
+// apply applies o; the caller holds mu. What the apiserver had stored
+// confirms or corrects what was proposed before it.
+func (inv *Cluster) apply(o *observation) {
+	if o.committed != nil {
+		inv.m[o.name] = o.committed
+		delete(inv.prov, o.name)
+	}
+	if o.provisional != nil {
+		inv.prov[o.name] = o.provisional
+	}
+}
+
+// written forgets an observation once its write has been attempted: from
+// then on the database (and its notifications) is the truth.
+func (inv *Cluster) written(o *observation) {
+	inv.mu.Lock()
+	if inv.pending[o.name] == o {
+		delete(inv.pending, o.name)
 	}
 	inv.mu.Unlock()
 }
 
 // replace swaps in a fresh load in place, so that holders of the inventory
-// see it, and keeps what is still pending.
-func (inv *Cluster) replace(m map[string]*corev1.Namespace, crds map[schema.GroupResource]*CRD) {
+// see it, and applies what is still pending.
+func (inv *Cluster) replace(m, prov map[string]*corev1.Namespace, crds map[schema.GroupResource]*CRD, syncedUntil time.Time) {
 	inv.mu.Lock()
-	for name, ns := range inv.pending {
-		m[name] = ns
+	inv.m, inv.prov, inv.crds = m, prov, crds
+	for _, o := range inv.pending {
+		inv.apply(o)
 	}
-	inv.m, inv.crds = m, crds
-	inv.mu.Unlock()
-}
-
-func (inv *Cluster) remove(name string) {
-	inv.mu.Lock()
-	delete(inv.m, name)
+	if syncedUntil.After(inv.syncedUntil) {
+		inv.syncedUntil = syncedUntil
+	}
 	inv.mu.Unlock()
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -190,7 +191,7 @@ func TestCRDObjectKey(t *testing.T) {
 	v1 := mustCRD(t, crdJSON("example.com", "widgets", "", "v1"))
 	again := mustCRD(t, []byte(strings.Replace(string(crdJSON("example.com", "widgets", "", "v1")), `"uid":"u1"`, `"uid":"u2"`, 1)))
 	changed := mustCRD(t, crdJSON("example.com", "widgets", "", "v1", "v2"))
-	inv := newCluster(nil, crdIndex([]*CRD{v1}))
+	inv := newCluster(nil, nil, crdIndex([]*CRD{v1}), time.Time{})
 	obj, key, ok := inv.CRDObject(gr)
 	if !ok || string(obj) != string(v1.Object) || key == "" {
 		t.Fatalf("CRDObject = %s, %q, %v", obj, key, ok)

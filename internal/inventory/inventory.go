@@ -13,6 +13,8 @@
 package inventory
 
 import (
+	"time"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,11 +28,18 @@ import (
 // upload of namespaces or CRDs, which reloads the cluster's whole inventory.
 const ChannelNamespaces = "portcullis_namespaces"
 
-// Namespace sources.
+// Sources of committed namespaces: an upload, the sync, or the oldObject of
+// a request (what the apiserver had stored).
 const (
-	SourceUpload  = "upload"
-	SourceLearned = "learned"
+	SourceUpload   = "upload"
+	SourceSync     = "sync"
+	SourceObserved = "observed"
 )
+
+// SyncLease is how long after its last push a namespace sync counts as
+// running: while it does, the gateway learns nothing from the cluster's
+// traffic. The sync pushes a heartbeat well within it.
+const SyncLease = 2 * time.Minute
 
 // Store reads and writes cluster inventories.
 type Store struct {

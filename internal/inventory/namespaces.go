@@ -91,21 +91,69 @@ func (s *Store) ListNamespaces(ctx context.Context, tenantID, clusterID int64) (
 	})
 }
 
-// UpsertNamespace records one namespace learned from an allowed request.
-// The webhook calls it through Cache.LearnNamespace, off the hot path.
-func (s *Store) UpsertNamespace(ctx context.Context, tenantID, clusterID int64, ns *corev1.Namespace) error {
-	_, js, err := cleanNamespace(ns)
-	if err != nil {
-		return err
+// notSynced is the condition, on $1 tenant and $2 cluster, under which the
+// gateway may learn from a cluster's traffic: no sync pushed within the
+// lease (the interval is $N, bound by the caller).
+const notSynced = `NOT EXISTS (SELECT 1 FROM cluster_inventory_sync s
+	WHERE s.tenant_id = $1 AND s.cluster_id = $2 AND s.pushed_at > now() - %s::interval)`
+
+func leaseParam() string { return fmt.Sprintf("%d milliseconds", SyncLease.Milliseconds()) }
+
+// Observe records what one request on a namespace showed, in one
+// transaction: committed, when not nil, is what the apiserver had stored
+// (the request's oldObject); it replaces the committed object and drops
+// the provisional one, which it confirms or corrects. provisional, when not
+// nil, is what an allowed CREATE or UPDATE proposed. Nothing is written
+// while a sync is running for the cluster: it is the truth then. The
+// webhook calls it through Cache.Observe, off the hot path.
+func (s *Store) Observe(ctx context.Context, tenantID, clusterID int64, committed, provisional *corev1.Namespace) error {
+	var cjs, pjs []byte
+	var err error
+	name := ""
+	if committed != nil {
+		if _, cjs, err = cleanNamespace(committed); err != nil {
+			return err
+		}
+		name = committed.Name
+	}
+	if provisional != nil {
+		if _, pjs, err = cleanNamespace(provisional); err != nil {
+			return err
+		}
+		name = provisional.Name
+	}
+	if name == "" || committed != nil && provisional != nil && committed.Name != provisional.Name {
+		return fault.Errorf(fault.Invalid, "an observation is of one namespace")
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO cluster_namespaces (tenant_id, cluster_id, name, object, source)
-			VALUES ($1, $2, $3, $4, 'learned')
-			ON CONFLICT (tenant_id, cluster_id, name) DO UPDATE SET object = EXCLUDED.object, source = 'learned', updated_at = now()`,
-			tenantID, clusterID, ns.Name, js); err != nil {
-			return namespaceWriteError(err, tenantID, clusterID)
+		var learning bool
+		if err := tx.QueryRow(ctx, `SELECT `+fmt.Sprintf(notSynced, "$3"), tenantID, clusterID, leaseParam()).Scan(&learning); err != nil {
+			return err
 		}
-		return pgnotify.Notify(ctx, tx, ChannelNamespaces, fmt.Sprintf("%d:%d:%s", tenantID, clusterID, ns.Name))
+		if !learning {
+			return nil
+		}
+		if cjs != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO cluster_namespaces (tenant_id, cluster_id, name, object, source)
+				VALUES ($1, $2, $3, $4, 'observed')
+				ON CONFLICT (tenant_id, cluster_id, name) DO UPDATE SET object = EXCLUDED.object, source = 'observed', updated_at = now()`,
+				tenantID, clusterID, name, cjs); err != nil {
+				return namespaceWriteError(err, tenantID, clusterID)
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM cluster_namespaces_provisional WHERE tenant_id = $1 AND cluster_id = $2 AND name = $3`,
+				tenantID, clusterID, name); err != nil {
+				return err
+			}
+		}
+		if pjs != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO cluster_namespaces_provisional (tenant_id, cluster_id, name, object)
+				VALUES ($1, $2, $3, $4)
+				ON CONFLICT (tenant_id, cluster_id, name) DO UPDATE SET object = EXCLUDED.object, updated_at = now()`,
+				tenantID, clusterID, name, pjs); err != nil {
+				return namespaceWriteError(err, tenantID, clusterID)
+			}
+		}
+		return pgnotify.Notify(ctx, tx, ChannelNamespaces, fmt.Sprintf("%d:%d:%s", tenantID, clusterID, name))
 	})
 }
 
@@ -113,6 +161,7 @@ func (s *Store) UpsertNamespace(ctx context.Context, tenantID, clusterID int64, 
 // (an allowed DELETE): status.phase Terminating and a deletionTimestamp, as
 // the apiserver sets them. The namespace stays until the next upload, since
 // the gateway never sees its finalization. fault.NotFound if it is not known.
+// A DELETE is committed state: only a running sync overrides it.
 func (s *Store) MarkNamespaceTerminating(ctx context.Context, tenantID, clusterID int64, name string, at time.Time) error {
 	ts, err := json.Marshal(metav1.NewTime(at.UTC()))
 	if err != nil {
@@ -122,8 +171,9 @@ func (s *Store) MarkNamespaceTerminating(ctx context.Context, tenantID, clusterI
 		tag, err := tx.Exec(ctx, `UPDATE cluster_namespaces SET
 			object = jsonb_set(jsonb_set(object, '{status}', coalesce(object->'status', '{}') || '{"phase":"Terminating"}'),
 			                   '{metadata,deletionTimestamp}', coalesce(object->'metadata'->'deletionTimestamp', $4::jsonb)),
-			source = 'learned', updated_at = now()
-			WHERE tenant_id = $1 AND cluster_id = $2 AND name = $3`, tenantID, clusterID, name, string(ts))
+			source = 'observed', updated_at = now()
+			WHERE tenant_id = $1 AND cluster_id = $2 AND name = $3 AND `+fmt.Sprintf(notSynced, "$5"),
+			tenantID, clusterID, name, string(ts), leaseParam())
 		if err != nil {
 			return err
 		}
@@ -135,8 +185,16 @@ func (s *Store) MarkNamespaceTerminating(ctx context.Context, tenantID, clusterI
 }
 
 // ReplaceNamespaces makes nss the cluster's whole inventory: an upload is
-// the source of truth, so namespaces not in it are removed.
+// the source of truth, so namespaces not in it are removed, and so is
+// everything provisional.
 func (s *Store) ReplaceNamespaces(ctx context.Context, tenantID, clusterID int64, nss []*corev1.Namespace) error {
+	return s.replaceNamespaces(ctx, tenantID, clusterID, nss, SourceUpload, nil)
+}
+
+// replaceNamespaces replaces the cluster's committed namespaces with nss,
+// marked source, and clears the provisional ones; then, in the same
+// transaction, runs also (if not nil).
+func (s *Store) replaceNamespaces(ctx context.Context, tenantID, clusterID int64, nss []*corev1.Namespace, source string, also func(pgx.Tx) error) error {
 	names := make([]string, 0, len(nss))
 	objs := make([][]byte, 0, len(nss))
 	seen := map[string]bool{}
@@ -169,10 +227,19 @@ func (s *Store) ReplaceNamespaces(ctx context.Context, tenantID, clusterID int64
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO cluster_namespaces (tenant_id, cluster_id, name, object, source)
-			SELECT $1, $2, n, o, 'upload' FROM unnest($3::text[], $4::jsonb[]) AS u(n, o)
-			ON CONFLICT (tenant_id, cluster_id, name) DO UPDATE SET object = EXCLUDED.object, source = 'upload', updated_at = now()`,
-			tenantID, clusterID, names, objs); err != nil {
+			SELECT $1, $2, n, o, $5 FROM unnest($3::text[], $4::jsonb[]) AS u(n, o)
+			ON CONFLICT (tenant_id, cluster_id, name) DO UPDATE SET object = EXCLUDED.object, source = EXCLUDED.source, updated_at = now()`,
+			tenantID, clusterID, names, objs, source); err != nil {
 			return namespaceWriteError(err, tenantID, clusterID)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM cluster_namespaces_provisional WHERE tenant_id = $1 AND cluster_id = $2`,
+			tenantID, clusterID); err != nil {
+			return err
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
 		}
 		return pgnotify.Notify(ctx, tx, ChannelNamespaces, fmt.Sprintf("%d:%d:", tenantID, clusterID))
 	})

@@ -38,7 +38,10 @@ func TestNamespaceInventoryStore(t *testing.T) {
 	if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod"}), ns("dev", nil)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpsertNamespace(ctx, tenant, cluster, ns("staging", map[string]string{"env": "staging"})); err != nil {
+	if err := s.Observe(ctx, tenant, cluster, ns("staging", map[string]string{"env": "staging"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Observe(ctx, tenant, cluster, nil, ns("staging", map[string]string{"env": "staging", "exempt": "true"})); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.MarkNamespaceTerminating(ctx, tenant, cluster, "dev", time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)); err != nil {
@@ -84,18 +87,44 @@ func TestNamespaceInventoryStore(t *testing.T) {
 		}},
 		{"another tenant cannot write to the cluster", func() error {
 			t2 := pgtest.InsertTenant(t, pool)
-			if err := s.UpsertNamespace(ctx, t2, cluster, ns("x", nil)); fault.ErrorCode(err) != fault.NotFound {
+			if err := s.Observe(ctx, t2, cluster, ns("x", nil), nil); fault.ErrorCode(err) != fault.NotFound {
 				return errorf("err = %v", err)
 			}
 			return nil
 		}},
+		{"a proposal is kept apart from the committed object", func() error {
+			got, err := s.GetNamespace(ctx, tenant, cluster, "staging")
+			if err != nil || got.Labels["exempt"] != "" {
+				return errorf("committed staging = %v %v", got, err)
+			}
+			prov, err := s.GetProvisional(ctx, tenant, cluster, "staging")
+			if err != nil || prov.Labels["exempt"] != "true" {
+				return errorf("provisional staging = %v %v", prov, err)
+			}
+			return nil
+		}},
+		{"a later oldObject corrects the proposal", func() error {
+			if err := s.Observe(ctx, tenant, cluster, ns("staging", map[string]string{"env": "staging"}), nil); err != nil {
+				return err
+			}
+			if _, err := s.GetProvisional(ctx, tenant, cluster, "staging"); fault.ErrorCode(err) != fault.NotFound {
+				return errorf("provisional after the correction: %v", err)
+			}
+			return nil
+		}},
 		{"an upload replaces everything", func() error {
+			if err := s.Observe(ctx, tenant, cluster, nil, ns("prod", map[string]string{"env": "x"})); err != nil {
+				return err
+			}
 			if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("prod", map[string]string{"env": "prod2"})}); err != nil {
 				return err
 			}
 			list, err := s.ListNamespaces(ctx, tenant, cluster)
 			if err != nil || len(list) != 1 || list[0].Labels["env"] != "prod2" {
 				return errorf("after upload: %v %v", list, err)
+			}
+			if provs, err := s.ListProvisional(ctx, tenant, cluster); err != nil || len(provs) != 0 {
+				return errorf("provisional after upload: %v %v", provs, err)
 			}
 			return nil
 		}},
@@ -118,8 +147,8 @@ func TestNamespaceInventoryStore(t *testing.T) {
 	}
 }
 
-// A learned namespace is visible at once on the replica that learned it,
-// reaches the database in the background, and then the other replica.
+// An observation is visible at once on the replica that made it, reaches
+// the database in the background, and then the other replica.
 func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
@@ -141,11 +170,20 @@ func TestLearnedNamespaceIsImmediateAndPropagates(t *testing.T) {
 		t.Fatalf("B prod = %v %v", got, ok)
 	}
 
-	a.LearnNamespace(tenant, cluster, ns("team-x", map[string]string{"env": "dev"}))
-	if got, ok := invA.Namespace("team-x"); !ok || got.Labels["env"] != "dev" {
-		t.Fatal("the learned namespace is not visible at once")
+	a.Observe(tenant, cluster, nil, ns("team-x", map[string]string{"env": "dev"}))
+	if got, ok := invA.ProvisionalNamespace("team-x"); !ok || got.Labels["env"] != "dev" {
+		t.Fatal("the proposed namespace is not visible at once")
 	}
-	testutil.Eventually(t, 0, "B to learn team-x", func() bool { _, ok := invB.Namespace("team-x"); return ok })
+	if _, ok := invA.Namespace("team-x"); ok {
+		t.Fatal("a proposal was taken as committed")
+	}
+	testutil.Eventually(t, 0, "B to see team-x proposed", func() bool { _, ok := invB.ProvisionalNamespace("team-x"); return ok })
+	a.Observe(tenant, cluster, ns("team-x", map[string]string{"env": "dev"}), nil)
+	testutil.Eventually(t, 0, "B to see team-x confirmed", func() bool {
+		_, committed := invB.Namespace("team-x")
+		_, prov := invB.ProvisionalNamespace("team-x")
+		return committed && !prov
+	})
 
 	a.LearnNamespaceTerminating(tenant, cluster, "prod")
 	if got, _ := invA.Namespace("prod"); got.Status.Phase != corev1.NamespaceTerminating {
@@ -219,7 +257,7 @@ func TestReloadKeepsPendingLearnedNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.LearnNamespace(tenant, cluster, ns("team-x", nil))
+	n.Observe(tenant, cluster, ns("team-x", nil), nil)
 	if err := s.ReplaceNamespaces(ctx, tenant, cluster, []*corev1.Namespace{ns("only", nil)}); err != nil {
 		t.Fatal(err)
 	}

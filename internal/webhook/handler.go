@@ -54,9 +54,13 @@ type Handler struct {
 	// handler goes on with an empty inventory: every namespace is unknown,
 	// and bindings that need one follow their failurePolicy.
 	Namespaces func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error)
-	// Learn and LearnTerminating record namespaces from allowed, non-dry-run
-	// Namespace requests to the validating webhook. Both must return at once.
-	Learn            func(tenantID, clusterID int64, ns *corev1.Namespace)
+	// Observe and LearnTerminating keep the namespace inventory from the
+	// Namespace requests the validating webhook sees (see learn). Observe's
+	// committed is a request's oldObject, what the apiserver had stored;
+	// provisional is what an allowed, non-dry-run CREATE or UPDATE
+	// proposes, which another admission step may still reject. Both must
+	// return at once.
+	Observe          func(tenantID, clusterID int64, committed, provisional *corev1.Namespace)
 	LearnTerminating func(tenantID, clusterID int64, name string)
 	Recorder         decisions.Recorder
 	Metrics          *Metrics
@@ -286,11 +290,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res.MissingCRD {
 		h.Metrics.missingCRD.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
 	}
-	// The mutating webhook sees the object before validation, and a later
-	// admission step may still refuse it: only what the validating webhook
-	// allowed is learned.
-	if res.Allowed && !req.DryRun && !h.Mutating {
-		h.learn(id, req)
+	// The mutating webhook sees the same requests; one of the two learns.
+	if !h.Mutating {
+		h.learn(id, req, res.Allowed)
 	}
 }
 
@@ -330,28 +332,48 @@ func (h *Handler) evalBudget(r *http.Request) time.Duration {
 	return timeout - deadlineMargin(timeout)
 }
 
-// learn keeps the inventory current from Namespace requests the gateway
-// allowed. A denied or dry-run request never reaches here: a denied UPDATE
-// adding an exemption label must not change what later requests see.
-func (h *Handler) learn(id tenancy.Identity, req *evaluator.Request) {
-	if req.Resource.Group != "" || req.Resource.Resource != "namespaces" || req.SubResource != "" {
+// learn keeps the inventory current from Namespace requests. The oldObject
+// of any request on a namespace, allowed or not, dry run or not, is what
+// the apiserver had stored: committed. The object of an allowed, non-dry-run
+// CREATE or UPDATE is only proposed: a later admission step (another
+// webhook, a policy in the cluster) may still reject it, so it stays
+// provisional until an oldObject confirms it. A denied or dry-run request
+// proposes nothing: a denied UPDATE adding an exemption label must not
+// change what later requests see.
+func (h *Handler) learn(id tenancy.Identity, req *evaluator.Request, allowed bool) {
+	if req.Resource.Group != "" || req.Resource.Resource != "namespaces" {
 		return
 	}
-	switch req.Operation {
-	case "CREATE", "UPDATE":
-		if h.Learn == nil || req.Object == nil {
-			return
-		}
-		var ns corev1.Namespace
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(req.Object, &ns); err != nil || ns.Name == "" {
-			return
-		}
-		h.Learn(id.TenantID, id.ClusterID, &ns)
-	case "DELETE":
-		if h.LearnTerminating != nil && req.Name != "" {
-			h.LearnTerminating(id.TenantID, id.ClusterID, req.Name)
-		}
+	committed := namespaceOf(req.OldObject)
+	var provisional *corev1.Namespace
+	if allowed && !req.DryRun && req.SubResource == "" && (req.Operation == "CREATE" || req.Operation == "UPDATE") {
+		provisional = namespaceOf(req.Object)
 	}
+	if committed != nil && provisional != nil && committed.Name != provisional.Name {
+		committed, provisional = nil, nil
+	}
+	if h.Observe != nil && (committed != nil || provisional != nil) {
+		h.Observe(id.TenantID, id.ClusterID, committed, provisional)
+	}
+	if req.Operation == "DELETE" && req.SubResource == "" && allowed && !req.DryRun && h.LearnTerminating != nil && req.Name != "" {
+		h.LearnTerminating(id.TenantID, id.ClusterID, req.Name)
+	}
+}
+
+// namespaceOf decodes a Namespace from a request's object; nil when there
+// is none or it is not one.
+func namespaceOf(obj map[string]any) *corev1.Namespace {
+	if obj == nil {
+		return nil
+	}
+	var ns corev1.Namespace
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &ns); err != nil || ns.Name == "" {
+		return nil
+	}
+	if ns.Kind != "" && ns.Kind != "Namespace" {
+		return nil
+	}
+	return &ns
 }
 
 // fail answers an authenticated request that could not be evaluated.

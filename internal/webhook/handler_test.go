@@ -126,7 +126,8 @@ type fixture struct {
 	reg        *prometheus.Registry
 	mu         sync.Mutex
 	recorded   []*decisions.Decision
-	learned    []string
+	learned    []string // provisional
+	committed  []string
 	terminated []string
 }
 
@@ -158,9 +159,14 @@ func newFixture(t testing.TB) *fixture {
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 			return evaluator.NamespaceMap{"default": &corev1.Namespace{}}, nil
 		},
-		Learn: func(_, _ int64, ns *corev1.Namespace) {
+		Observe: func(_, _ int64, committed, provisional *corev1.Namespace) {
 			f.mu.Lock()
-			f.learned = append(f.learned, ns.Name)
+			if committed != nil {
+				f.committed = append(f.committed, committed.Name)
+			}
+			if provisional != nil {
+				f.learned = append(f.learned, provisional.Name)
+			}
 			f.mu.Unlock()
 		},
 		LearnTerminating: func(_, _ int64, name string) {
@@ -394,21 +400,35 @@ func TestNamespaceLearning(t *testing.T) {
 	tests := []struct {
 		name           string
 		op, object     string
+		old            string // the request's oldObject, when set
 		dryRun         bool
-		wantLearned    int
+		wantLearned    int // provisional
+		wantCommitted  int
 		wantTerminated int
 	}{
-		{"allowed create", "CREATE", goodNS, false, 1, 0},
-		{"allowed update", "UPDATE", goodNS, false, 1, 0},
-		{"denied update never changes the inventory", "UPDATE", badNS, false, 0, 0},
-		{"dry run never changes the inventory", "CREATE", goodNS, true, 0, 0},
-		{"delete marks terminating", "DELETE", `null`, false, 0, 1},
-		{"dry-run delete", "DELETE", `null`, true, 0, 0},
+		{"allowed create is provisional", "CREATE", goodNS, "", false, 1, 0, 0},
+		{"allowed update is provisional", "UPDATE", goodNS, "", false, 1, 0, 0},
+		{"the oldObject of an update is committed", "UPDATE", goodNS, badNS, false, 1, 1, 0},
+		{"denied update never changes the inventory", "UPDATE", badNS, "", false, 0, 0, 0},
+		{"a denied update's oldObject is still committed", "UPDATE", badNS, goodNS, false, 0, 1, 0},
+		{"dry run never changes the inventory", "CREATE", goodNS, "", true, 0, 0, 0},
+		{"a dry run's oldObject is still committed", "UPDATE", goodNS, goodNS, true, 0, 1, 0},
+		{"delete marks terminating", "DELETE", `null`, "", false, 0, 0, 1},
+		{"delete commits its oldObject", "DELETE", `null`, goodNS, false, 0, 1, 1},
+		{"dry-run delete", "DELETE", `null`, "", true, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "namespaces", tt.op, tt.object, tt.dryRun)))
+			body := review("admission.k8s.io/v1", "u", "namespaces", tt.op, tt.object, tt.dryRun)
+			if tt.old != "" {
+				var m map[string]any
+				_ = json.Unmarshal([]byte(body), &m)
+				m["request"].(map[string]any)["oldObject"] = json.RawMessage(tt.old)
+				b, _ := json.Marshal(m)
+				body = string(b)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer good")
 			rec := httptest.NewRecorder()
@@ -416,8 +436,8 @@ func TestNamespaceLearning(t *testing.T) {
 			if rec.Code != 200 {
 				t.Fatalf("%d %s", rec.Code, rec.Body)
 			}
-			if len(f.learned) != tt.wantLearned || len(f.terminated) != tt.wantTerminated {
-				t.Fatalf("learned %v terminated %v", f.learned, f.terminated)
+			if len(f.learned) != tt.wantLearned || len(f.committed) != tt.wantCommitted || len(f.terminated) != tt.wantTerminated {
+				t.Fatalf("learned %v committed %v terminated %v", f.learned, f.committed, f.terminated)
 			}
 			if tt.wantLearned == 1 && f.learned[0] != "team-a" {
 				t.Fatalf("learned %v", f.learned)
@@ -523,7 +543,7 @@ func TestDeadlineAppliesFailurePolicy(t *testing.T) {
 // apiserver fail the call. The decision records what was answered.
 func TestPanicAfterTheAnswerKeepsIt(t *testing.T) {
 	f := newFixture(t)
-	f.h.Learn = func(tenantID, clusterID int64, ns *corev1.Namespace) { panic("boom") }
+	f.h.Observe = func(tenantID, clusterID int64, committed, provisional *corev1.Namespace) { panic("boom") }
 	req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "namespaces", "CREATE", goodNS, false)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer good")

@@ -103,7 +103,9 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("gateway args lack %s: %v", arg, gw.Args)
 		}
 	}
-	if slices.ContainsFunc(gw.Args, func(a string) bool { return strings.HasPrefix(a, "--client-ca") || strings.HasPrefix(a, "--public-webhook-url") }) {
+	if slices.ContainsFunc(gw.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--client-ca") || strings.HasPrefix(a, "--public-webhook-url")
+	}) {
 		t.Errorf("unset values reach the args: %v", gw.Args)
 	}
 

@@ -196,6 +196,9 @@ type WebhookOptions struct {
 	// URLSecret is the secret of a url credential, for clusters that
 	// authenticate by their webhook URL; see URLSecretPath.
 	URLSecret string
+	// IncludeStatus sends */status writes, which are left out by default
+	// (Exclusions): set it when a policy of the tenant matches them (Needs).
+	IncludeStatus bool
 }
 
 // Defaults of WebhookOptions.
@@ -211,13 +214,6 @@ const (
 // from webhooks.
 var DefaultExcludedNamespaces = []string{"kube-system", "kube-node-lease"}
 
-// MatchConditions leave out requests the good practices say a webhook should
-// not see: leases (node heartbeats) and requests made by nodes.
-var MatchConditions = []admissionregistrationv1.MatchCondition{
-	{Name: "exclude-leases", Expression: `!(request.resource.group == "coordination.k8s.io" && request.resource.resource == "leases")`},
-	{Name: "exclude-kubelet-requests", Expression: `!("system:nodes" in request.userInfo.groups)`},
-}
-
 // hookSettings are WebhookOptions checked and defaulted, shared by the
 // validating and the mutating configuration.
 type hookSettings struct {
@@ -229,6 +225,7 @@ type hookSettings struct {
 	nsSelector  *metav1.LabelSelector
 	sideEffects admissionregistrationv1.SideEffectClass
 	matchPolicy admissionregistrationv1.MatchPolicyType
+	conditions  []admissionregistrationv1.MatchCondition
 }
 
 func (o WebhookOptions) settings() (*hookSettings, error) {
@@ -271,18 +268,20 @@ func (o WebhookOptions) settings() (*hookSettings, error) {
 	if excluded == nil {
 		excluded = DefaultExcludedNamespaces
 	}
-	var nsSelector *metav1.LabelSelector
+	nsSelector := &metav1.LabelSelector{}
 	if len(excluded) > 0 {
-		nsSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		nsSelector.MatchExpressions = append(nsSelector.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key:      "kubernetes.io/metadata.name",
 			Operator: metav1.LabelSelectorOpNotIn,
 			Values:   append([]string(nil), excluded...),
-		}}}
-	} else {
-		nsSelector = &metav1.LabelSelector{}
+		})
 	}
+	nsSelector.MatchExpressions = append(nsSelector.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: IgnoreLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"true"},
+	})
 	return &hookSettings{url: u, secret: o.URLSecret, name: name, failure: failure, timeout: timeout, nsSelector: nsSelector,
-		sideEffects: admissionregistrationv1.SideEffectClassNone, matchPolicy: admissionregistrationv1.Equivalent}, nil
+		sideEffects: admissionregistrationv1.SideEffectClassNone, matchPolicy: admissionregistrationv1.Equivalent,
+		conditions: matchConditions(o.IncludeStatus)}, nil
 }
 
 // hookURL is the tenant's endpoint under the gateway URL, with the URL
@@ -311,8 +310,13 @@ func (h *hookSettings) meta(kind, tenant string) (metav1.TypeMeta, metav1.Object
 //     the first rule is narrowed;
 //   - admissionReviewVersions [v1, v1beta1], sideEffects None,
 //     timeoutSeconds 5, matchPolicy Equivalent, failurePolicy Fail;
-//   - a namespaceSelector leaving out kube-system and kube-node-lease, and
-//     MatchConditions.
+//   - a namespaceSelector leaving out kube-system, kube-node-lease and
+//     namespaces labelled portcullis.dev/ignore=true (IgnoreLabel);
+//   - matchConditions leaving out the Exclusions (status writes unless
+//     IncludeStatus) and the kubelet's requests. Webhook rules cannot
+//     exclude a resource, and enumerating every other one would miss
+//     those added later; the apiserver evaluates matchConditions itself,
+//     after the rules, before calling.
 func ValidatingWebhookConfiguration(o WebhookOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	h, err := o.settings()
 	if err != nil {
@@ -356,7 +360,7 @@ func ValidatingWebhookConfiguration(o WebhookOptions) (*admissionregistrationv1.
 			SideEffects:             &h.sideEffects,
 			TimeoutSeconds:          &h.timeout,
 			AdmissionReviewVersions: []string{"v1", "v1beta1"},
-			MatchConditions:         append([]admissionregistrationv1.MatchCondition(nil), MatchConditions...),
+			MatchConditions:         h.conditions,
 		}},
 	}, nil
 }

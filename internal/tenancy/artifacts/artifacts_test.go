@@ -232,7 +232,7 @@ func TestValidatingWebhookConfiguration(t *testing.T) {
 		{"timeoutSeconds", w.TimeoutSeconds != nil && *w.TimeoutSeconds == 5},
 		{"matchPolicy", w.MatchPolicy != nil && *w.MatchPolicy == admissionregistrationv1.Equivalent},
 		{"failurePolicy", w.FailurePolicy != nil && *w.FailurePolicy == admissionregistrationv1.Fail},
-		{"matchConditions", len(w.MatchConditions) == 2},
+		{"matchConditions", conditionNames(w.MatchConditions) == "exclude-leases,exclude-events,exclude-reviews,exclude-pod-binding,exclude-status,exclude-kubelet-requests"},
 		{"name is qualified", strings.Count(w.Name, ".") >= 2},
 	}
 	for _, c := range checks {
@@ -251,6 +251,11 @@ func TestValidatingWebhookConfiguration(t *testing.T) {
 				t.Errorf("namespace %s: matches = %v, want %v", ns, got, want)
 			}
 		}
+		for value, want := range map[string]bool{"true": false, "false": true} {
+			if got := sel.Matches(labels.Set{"kubernetes.io/metadata.name": "team-a", artifacts.IgnoreLabel: value}); got != want {
+				t.Errorf("namespace labelled %s=%s: matches = %v, want %v", artifacts.IgnoreLabel, value, got, want)
+			}
+		}
 	})
 
 	// The rules and matchConditions are run through the apiserver's own
@@ -258,6 +263,11 @@ func TestValidatingWebhookConfiguration(t *testing.T) {
 	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	events := schema.GroupVersionResource{Version: "v1", Resource: "events"}
+	newEvents := schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+	tokenReviews := schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "tokenreviews"}
+	sars := schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	admin := &user.DefaultInfo{Name: "alice", Groups: []string{"system:authenticated"}}
 	node := &user.DefaultInfo{Name: "system:node:n1", Groups: []string{"system:nodes", "system:authenticated"}}
 	accessor := webhook.NewValidatingWebhookAccessor("uid", got.Name, &got.Webhooks[0])
@@ -279,6 +289,15 @@ func TestValidatingWebhookConfiguration(t *testing.T) {
 		{"lease update", leases, "", "team-a", admission.Update, admin, false},
 		{"namespace create", namespaces, "", "", admission.Create, admin, true},
 		{"namespace update", namespaces, "", "", admission.Update, admin, true},
+		{"event create", events, "", "default", admission.Create, admin, false},
+		{"events.k8s.io event create", newEvents, "", "default", admission.Create, admin, false},
+		{"token review", tokenReviews, "", "", admission.Create, admin, false},
+		{"subject access review", sars, "", "", admission.Create, admin, false},
+		{"pod binding by the scheduler", pods, "binding", "default", admission.Create, admin, false},
+		{"pod status update by a user", pods, "status", "default", admission.Update, admin, false},
+		{"deployment status update", deployments, "status", "default", admission.Update, admin, false},
+		{"deployment scale (another subresource)", deployments, "scale", "default", admission.Update, admin, true},
+		{"pod eviction", pods, "eviction", "default", admission.Create, admin, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -308,6 +327,14 @@ func TestValidatingWebhookConfiguration(t *testing.T) {
 	}
 }
 
+func conditionNames(cs []admissionregistrationv1.MatchCondition) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ",")
+}
+
 func TestValidatingWebhookConfigurationOptions(t *testing.T) {
 	ca := []byte("ca")
 	ignore := admissionregistrationv1.Ignore
@@ -320,8 +347,11 @@ func TestValidatingWebhookConfigurationOptions(t *testing.T) {
 	}
 	b, _ := artifacts.YAML(obj)
 	w := decodeVWC(t, b).Webhooks[0]
+	// With no namespace excluded by name, the selector keeps only the
+	// opt-out label.
 	if *w.ClientConfig.URL != "https://10.0.0.1/portcullis/t/acme/validate" || *w.FailurePolicy != ignore ||
-		*w.TimeoutSeconds != 3 || len(w.NamespaceSelector.MatchExpressions) != 0 {
+		*w.TimeoutSeconds != 3 || len(w.NamespaceSelector.MatchExpressions) != 1 ||
+		w.NamespaceSelector.MatchExpressions[0].Key != artifacts.IgnoreLabel {
 		t.Fatalf("options not applied:\n%s", b)
 	}
 

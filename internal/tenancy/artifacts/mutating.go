@@ -1,6 +1,8 @@
 package artifacts
 
 import (
+	"slices"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -25,7 +27,7 @@ const MutatingWebhookName = "mutate.portcullis.dev"
 //     policies would (docs/webhook.md says how a re-call differs);
 //   - admissionReviewVersions [v1], sideEffects None, timeoutSeconds 5,
 //     matchPolicy Equivalent, failurePolicy Fail, the namespaceSelector
-//     and MatchConditions of the validating webhook.
+//     and matchConditions of the validating webhook.
 func MutatingWebhookConfiguration(o WebhookOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	h, err := o.settings()
 	if err != nil {
@@ -59,7 +61,7 @@ func MutatingWebhookConfiguration(o WebhookOptions) (*admissionregistrationv1.Mu
 			TimeoutSeconds:          &h.timeout,
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      &reinvoke,
-			MatchConditions:         append([]admissionregistrationv1.MatchCondition(nil), MatchConditions...),
+			MatchConditions:         slices.Clone(h.conditions),
 		}},
 	}, nil
 }

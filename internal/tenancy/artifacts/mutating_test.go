@@ -71,7 +71,7 @@ func TestMutatingWebhookConfiguration(t *testing.T) {
 		{"matchPolicy", w.MatchPolicy != nil && *w.MatchPolicy == admissionregistrationv1.Equivalent},
 		{"failurePolicy", w.FailurePolicy != nil && *w.FailurePolicy == admissionregistrationv1.Fail},
 		{"reinvocationPolicy", w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy},
-		{"matchConditions", len(w.MatchConditions) == 2},
+		{"matchConditions", conditionNames(w.MatchConditions) == "exclude-leases,exclude-events,exclude-reviews,exclude-pod-binding,exclude-status,exclude-kubelet-requests"},
 		{"name is qualified and not the validating one", strings.Count(w.Name, ".") >= 2 && w.Name != artifacts.WebhookName},
 	}
 	for _, c := range checks {
@@ -166,7 +166,8 @@ func TestMutatingWebhookConfigurationOptions(t *testing.T) {
 	got := decodeMWC(t, b)
 	w := got.Webhooks[0]
 	if got.Name != "acme-policies" || *w.ClientConfig.URL != "https://10.0.0.1/portcullis/t/acme/mutate" || *w.FailurePolicy != ignore ||
-		*w.TimeoutSeconds != 3 || len(w.NamespaceSelector.MatchExpressions) != 0 {
+		*w.TimeoutSeconds != 3 || len(w.NamespaceSelector.MatchExpressions) != 1 ||
+		w.NamespaceSelector.MatchExpressions[0].Key != artifacts.IgnoreLabel {
 		t.Fatalf("options not applied:\n%s", b)
 	}
 	for _, o := range []artifacts.WebhookOptions{
