@@ -58,6 +58,9 @@ type fieldShape struct {
 	// omitzero fields modelled (metav1.ObjectMeta's creationTimestamp).
 	omitzero func(reflect.Value) bool
 	sh       *shape
+	// absentDrops is set when the canonical form leaves the field out
+	// when it is absent (finish computes it).
+	absentDrops bool
 }
 
 var (
@@ -77,6 +80,7 @@ func shapeOfKind(gvk schema.GroupVersionKind) *shape {
 	if t, ok := clientgoscheme.Scheme.AllKnownTypes()[gvk]; ok {
 		shapesMu.Lock()
 		sh = shapeOfLocked(t)
+		finish(sh, map[*shape]bool{})
 		shapesMu.Unlock()
 	}
 	kindShapes.Store(gvk, sh)
@@ -125,6 +129,26 @@ func shapeOfLocked(t reflect.Type) *shape {
 		}
 	}
 	return sh
+}
+
+// finish computes what the fields of sh and its parts need once.
+func finish(sh *shape, seen map[*shape]bool) {
+	if seen[sh] {
+		return
+	}
+	seen[sh] = true
+	for i := range sh.fields {
+		f := &sh.fields[i]
+		if f.omitzero != nil {
+			f.absentDrops = f.omitzero(reflect.New(f.sh.typ).Elem())
+		} else if z, ok := zeroCanon(f.sh); ok {
+			f.absentDrops = f.omitempty && emptyCanon(z, f.sh)
+		}
+		finish(f.sh, seen)
+	}
+	if sh.elem != nil {
+		finish(sh.elem, seen)
+	}
 }
 
 // addFields adds t's fields to sh, inlined ones flattened, as the
@@ -369,9 +393,59 @@ func canon(v any, sh *shape) (out any, changed, ok bool) {
 	return nil, false, false
 }
 
+// customMemo remembers the canonical form of custom-typed strings (a
+// quantity's "500m"), which the converter finds through a JSON encoding and
+// decoding. It is bounded: emptied when full.
+var customMemo struct {
+	sync.Mutex
+	m map[customKey]any
+}
+
+type customKey struct {
+	t     reflect.Type
+	s     string
+	n     int64
+	isInt bool
+}
+
+// memoKey is the memo's key for v; false for values it does not keep.
+func memoKey(v any, sh *shape) (customKey, bool) {
+	switch x := v.(type) {
+	case string:
+		return customKey{t: sh.typ, s: x}, true
+	case int64:
+		return customKey{t: sh.typ, n: x, isInt: true}, true
+	}
+	return customKey{}, false
+}
+
+const customMemoSize = 4096
+
 // canonCustom converts v with the reflect cache entry of sh's type, as the
 // converter does, and returns the typed value too.
 func canonCustom(v any, sh *shape) (any, reflect.Value, bool) {
+	key, keep := memoKey(v, sh)
+	if keep {
+		customMemo.Lock()
+		c, hit := customMemo.m[key]
+		customMemo.Unlock()
+		if hit {
+			return c, reflect.Value{}, true
+		}
+	}
+	c, dv, ok := canonCustomSlow(v, sh)
+	if keep && ok {
+		customMemo.Lock()
+		if customMemo.m == nil || len(customMemo.m) >= customMemoSize {
+			customMemo.m = make(map[customKey]any, 64)
+		}
+		customMemo.m[key] = c
+		customMemo.Unlock()
+	}
+	return c, dv, ok
+}
+
+func canonCustomSlow(v any, sh *shape) (any, reflect.Value, bool) {
 	dv := reflect.New(sh.typ).Elem()
 	entry := value.TypeReflectEntryOf(sh.typ)
 	if v != nil {
@@ -403,10 +477,12 @@ func canonStruct(v any, sh *shape) (any, bool, bool) {
 		in, has := m[f.name]
 		var c any
 		var ch bool
-		if f.omitzero != nil {
+		if !has && f.absentDrops {
+			c = dropped
+		} else if f.omitzero != nil {
 			var dv reflect.Value
 			var ok bool
-			if c, dv, ok = canonCustom(in, f.sh); !ok {
+			if c, dv, ok = canonCustomSlow(in, f.sh); !ok {
 				return nil, false, false
 			}
 			if has {
