@@ -29,10 +29,16 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		if a.typed != nil {
 			return a.typed.typedValue(false), true
 		}
+		if l, ok := a.object.(*lazyTyped); ok {
+			return l.value(), true
+		}
 		return a.object, true
 	case plugincel.OldObjectVarName:
 		if a.typed != nil {
 			return a.typed.typedValue(true), true
+		}
+		if l, ok := a.oldObject.(*lazyTyped); ok {
+			return l.value(), true
 		}
 		return a.oldObject, true
 	case plugincel.ParamsVarName:

@@ -163,6 +163,7 @@ func (g gen) mutatingWorld(id int) *world {
 func TestMutateGenerated(t *testing.T) {
 	g := gen{rand.New(rand.NewPCG(mutateSeed, mutateSeed^0x5eed))}
 	var st struct{ cases, compared, unknownNamespace, changed, denied, reinvoked, errors, ignored int }
+	fast0, declined0 := evaluator.FastMutationCounts()
 	for wi := range mutateWorlds {
 		w := g.mutatingWorld(wi)
 		for _, p := range w.mutatingPolicies {
@@ -217,6 +218,8 @@ func TestMutateGenerated(t *testing.T) {
 		p.close()
 	}
 	t.Logf("%+v", st)
+	fast, declined := evaluator.FastMutationCounts()
+	t.Logf("fast path: %d answered, %d declined", fast-fast0, declined-declined0)
 	for name, n := range map[string]int{"compared": st.compared / 10, "changed": st.changed, "denied": st.denied,
 		"reinvoked": st.reinvoked, "errors": st.errors, "ignored": st.ignored} {
 		if n < 10 {

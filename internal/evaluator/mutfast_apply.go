@@ -1,0 +1,197 @@
+package evaluator
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+)
+
+// applyFast is patch.ApplyStructuredMergeDiff on the canonical JSON form
+// of the object. The plugin converts the whole live object to a typed
+// value (validating it) and merges the whole of it; here the apply
+// configuration alone is converted and validated as the plugin does, the
+// live object is checked once per version for what its validation could
+// refuse (checkLive), and the merge descends only where the apply
+// configuration has fields: through non-atomic maps and structs the merge
+// is key by key, and every other node (lists, scalars, fields the live
+// object lacks) is merged by structured-merge-diff itself, on that node
+// alone. Whatever would be an error declines: the exact path gives the
+// plugin's message.
+func applyFast(tc managedfields.TypeConverter, live, patch map[string]any, gvk schema.GroupVersionKind, liveChecked bool) (map[string]any, bool) {
+	u := &unstructured.Unstructured{Object: patch}
+	u.SetGroupVersionKind(gvk)
+	pt, err := tc.ObjectToTyped(u)
+	if err != nil {
+		return nil, false
+	}
+	s, tr := pt.Schema(), pt.TypeRef()
+	if hasAtomics(s, tr, pt.AsValue()) {
+		return nil, false // validatePatch refuses it
+	}
+	if !liveChecked && !checkLive(s, tr, live) {
+		return nil, false
+	}
+	out, keep, ok := mergeFast(s, tr, live, true, patch)
+	if !ok || !keep {
+		return nil, false
+	}
+	m, ok := out.(map[string]any)
+	return m, ok
+}
+
+// hasAtomics is validatePatch's findAtomics, reduced to whether it finds
+// any.
+func hasAtomics(s *smdschema.Schema, tr smdschema.TypeRef, v value.Value) bool {
+	a, ok := s.Resolve(tr)
+	if !ok {
+		return false
+	}
+	if v.IsMap() && a.Map != nil {
+		if a.Map.ElementRelationship == smdschema.Atomic {
+			return true
+		}
+		found := false
+		v.AsMap().Iterate(func(key string, val value.Value) bool {
+			if sf, ok := a.Map.FindField(key); ok && hasAtomics(s, sf.Type, val) {
+				found = true
+				return false
+			}
+			return true
+		})
+		if found {
+			return true
+		}
+	}
+	if v.IsList() && a.List != nil {
+		if a.List.ElementRelationship == smdschema.Atomic {
+			return true
+		}
+		list := v.AsList()
+		for i := range list.Length() {
+			if hasAtomics(s, a.List.ElementType, list.At(i)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkLive reports whether the plugin's conversion of the live object to
+// a typed value (ObjectToTyped with AllowDuplicates) surely succeeds. The
+// object is canonical, the encoding of a typed Go object, so its fields
+// and scalar types are the schema's; what can still fail is a keyed list
+// element that is not an object or omits every key (an imagePullSecrets
+// entry without a name). Anything else it does not recognise is refused.
+func checkLive(s *smdschema.Schema, tr smdschema.TypeRef, v any) bool {
+	a, ok := s.Resolve(tr)
+	if !ok {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if a.Map == nil {
+			return false
+		}
+		for k, e := range x {
+			ft := a.Map.ElementType
+			if sf, ok := a.Map.FindField(k); ok {
+				ft = sf.Type
+			}
+			if !checkLive(s, ft, e) {
+				return false
+			}
+		}
+	case []any:
+		if a.List == nil {
+			return false
+		}
+		keyed := a.List.ElementRelationship == smdschema.Associative && len(a.List.Keys) > 0
+		for _, e := range x {
+			if keyed {
+				m, ok := e.(map[string]any)
+				if !ok || !hasAnyKey(m, a.List.Keys) {
+					return false
+				}
+			} else if a.List.ElementRelationship == smdschema.Associative {
+				switch e.(type) {
+				case map[string]any, []any:
+					return false
+				}
+			}
+			if !checkLive(s, a.List.ElementType, e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func hasAnyKey(m map[string]any, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeFast merges rhs into lhs (absent unless hasLHS) at type tr, as the
+// merging walker of structured-merge-diff does with ruleKeepRHS. keep is
+// false when the merge yields nothing (the walker's nil out). Maps of lhs
+// are never modified.
+func mergeFast(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, rhs any) (out any, keep, ok bool) {
+	a, found := s.Resolve(tr)
+	if !found {
+		return nil, false, false
+	}
+	lm, lok := lhs.(map[string]any)
+	rm, rok := rhs.(map[string]any)
+	if !hasLHS || !lok || !rok || len(lm) == 0 || len(rm) == 0 || a.Map == nil || a.Map.ElementRelationship == smdschema.Atomic {
+		return mergeSMD(s, tr, lhs, hasLHS, rhs)
+	}
+	// The walker's visitMapItems: keys of lhs alone keep their value
+	// (checkLive has checked them), keys of rhs are merged.
+	m := make(map[string]any, len(lm)+len(rm))
+	for k, v := range lm {
+		m[k] = v
+	}
+	for k, rv := range rm {
+		ft := a.Map.ElementType
+		if sf, ok := a.Map.FindField(k); ok {
+			ft = sf.Type
+		}
+		lv, has := lm[k]
+		o, keep, ok := mergeFast(s, ft, lv, has, rv)
+		if !ok {
+			return nil, false, false
+		}
+		if keep {
+			m[k] = o
+		} else {
+			delete(m, k)
+		}
+	}
+	return m, true, true
+}
+
+// mergeSMD merges one node with structured-merge-diff's own walker.
+func mergeSMD(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, rhs any) (any, bool, bool) {
+	var lv value.Value
+	if hasLHS {
+		lv = value.NewValueInterface(lhs)
+	}
+	lt := typed.AsTypedUnvalidated(lv, s, tr)
+	rt := typed.AsTypedUnvalidated(value.NewValueInterface(rhs), s, tr)
+	res, err := lt.Merge(rt)
+	if err != nil {
+		return nil, false, false
+	}
+	v := res.AsValue()
+	if v == nil {
+		return nil, false, true
+	}
+	return v.Unstructured(), true, true
+}
