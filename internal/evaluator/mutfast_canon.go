@@ -303,13 +303,10 @@ func canon(v any, sh *shape) (out any, changed, ok bool) {
 		default:
 			return nil, false, false
 		}
-		switch sh.bits {
-		case 8:
-			n = int64(int8(n))
-		case 16:
-			n = int64(int16(n))
-		case 32:
-			n = int64(int32(n))
+		// FromUnstructured wraps a value out of the field's range, the
+		// JSON decoder of a JSON patch's result refuses it: decline.
+		if sh.bits < 64 && (n < -1<<(sh.bits-1) || n >= 1<<(sh.bits-1)) {
+			return nil, false, false
 		}
 		if x, same := v.(int64); same && x == n {
 			return v, false, true

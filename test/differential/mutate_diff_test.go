@@ -1,6 +1,7 @@
 package differential
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -333,6 +334,8 @@ func compareMutation(t *testing.T, r *request, res *evaluator.Result, want, got 
 	}
 	if !reflect.DeepEqual(got.final, want.final) {
 		t.Errorf("final object\n%s\nplugin's\n%s\npatch %s", mustJSON(got.final), mustJSON(want.final), res.Patch)
+	} else if !bytes.Equal(got.encoded, want.encoded) {
+		t.Errorf("final object encoded\n%s\nplugin's\n%s\npatch %s", got.encoded, want.encoded, res.Patch)
 	}
 	if got.changed != want.changed {
 		t.Errorf("changed %v, plugin %v; patch %s", got.changed, want.changed, res.Patch)
