@@ -1,6 +1,8 @@
 package evaluator
 
 import (
+	"strconv"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -147,6 +149,13 @@ func mergeFast(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, 
 	if !found {
 		return nil, false, false
 	}
+	if ll, ok := lhs.([]any); ok && hasLHS && a.List != nil {
+		if rl, ok := rhs.([]any); ok {
+			if out, ok := mergeKeyedList(s, a.List, ll, rl); ok {
+				return out, true, true
+			}
+		}
+	}
 	lm, lok := lhs.(map[string]any)
 	rm, rok := rhs.(map[string]any)
 	if !hasLHS || !lok || !rok || len(lm) == 0 || len(rm) == 0 || a.Map == nil || a.Map.ElementRelationship == smdschema.Atomic {
@@ -194,4 +203,147 @@ func mergeSMD(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, r
 		return nil, false, true
 	}
 	return v.Unstructured(), true, true
+}
+
+// mergeKeyedList is the merging walker's visitListItems for a list with
+// keys (containers by name), with the items merged by mergeFast: the
+// order of the result is the walker's. ok is false, and the list is left
+// to the walker itself, for what this does not model: empty lists (a
+// leaf), keys it does not spell (missing, null, not a string, integer or
+// boolean, which the schema's defaults or value comparison would decide)
+// and duplicates.
+func mergeKeyedList(s *smdschema.Schema, t *smdschema.List, lhs, rhs []any) ([]any, bool) {
+	if t.ElementRelationship != smdschema.Associative || len(t.Keys) == 0 || len(lhs) == 0 || len(rhs) == 0 {
+		return nil, false
+	}
+	lk, observedLHS, ok := indexKeyed(t.Keys, lhs)
+	if !ok {
+		return nil, false
+	}
+	rk, observedRHS, ok := indexKeyed(t.Keys, rhs)
+	if !ok {
+		return nil, false
+	}
+	var sharedOrder []string
+	for _, k := range rk {
+		if _, ok := observedLHS[k]; ok {
+			sharedOrder = append(sharedOrder, k)
+		}
+	}
+	nextShared, hasNext := "", false
+	pop := func() {
+		hasNext = len(sharedOrder) > 0
+		if hasNext {
+			nextShared, sharedOrder = sharedOrder[0], sharedOrder[1:]
+		}
+	}
+	pop()
+	mergedRHS := make(map[string]bool, len(rk))
+	out := make([]any, 0, max(len(lhs), len(rhs)))
+	add := func(l any, hasL bool, r any) bool {
+		o, keep, ok := mergeFast(s, t.ElementType, l, hasL, r)
+		if ok && keep {
+			out = append(out, o)
+		}
+		return ok
+	}
+	for lI, rI := 0, 0; lI < len(lk) || rI < len(rk); {
+		if lI < len(lk) && rI < len(rk) {
+			pe := lk[lI]
+			if pe == rk[rI] {
+				mergedRHS[pe] = true
+				if !add(observedLHS[pe], true, observedRHS[pe]) {
+					return nil, false
+				}
+				lI++
+				rI++
+				nextShared, hasNext = "", false
+				pop()
+				continue
+			}
+			if _, ok := observedRHS[pe]; ok && hasNext && nextShared != pe {
+				lI++
+				continue
+			}
+		}
+		if lI < len(lk) {
+			pe := lk[lI]
+			if _, ok := observedRHS[pe]; !ok {
+				// Merged with nothing, an item is itself.
+				out = append(out, lhs[lI])
+				lI++
+				continue
+			} else if mergedRHS[pe] {
+				lI++
+			}
+		}
+		if rI < len(rk) {
+			pe := rk[rI]
+			mergedRHS[pe] = true
+			l, hasL := observedLHS[pe]
+			if !add(l, hasL, observedRHS[pe]) {
+				return nil, false
+			}
+			rI++
+			if hasNext && nextShared == pe {
+				pop()
+			}
+		}
+	}
+	return out, true
+}
+
+// indexKeyed is indexListPathElements for items whose keys keyOf spells;
+// false on anything else, duplicates included.
+func indexKeyed(keys []string, items []any) ([]string, map[string]any, bool) {
+	ks := make([]string, len(items))
+	observed := make(map[string]any, len(items))
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, nil, false
+		}
+		k, ok := keyOf(keys, m)
+		if !ok {
+			return nil, nil, false
+		}
+		if _, dup := observed[k]; dup {
+			return nil, nil, false
+		}
+		observed[k] = it
+		ks[i] = k
+	}
+	return ks, observed, true
+}
+
+// keyOf spells an item's key fields as one string, each value typed and
+// length-prefixed so that distinct keys never collide.
+func keyOf(keys []string, m map[string]any) (string, bool) {
+	if len(keys) == 1 {
+		// The common case, a name; spelled as is, so no other type may
+		// share the list.
+		v, ok := m[keys[0]].(string)
+		return v, ok
+	}
+	var b []byte
+	for _, k := range keys {
+		switch v := m[k].(type) {
+		case string:
+			b = append(b, 's')
+			b = strconv.AppendInt(b, int64(len(v)), 10)
+			b = append(b, ':')
+			b = append(b, v...)
+		case int64:
+			b = append(b, 'i')
+			b = strconv.AppendInt(b, v, 10)
+			b = append(b, ';')
+		case bool:
+			b = append(b, 'b')
+			b = strconv.AppendBool(b, v)
+			b = append(b, ';')
+		default:
+			return "", false
+		}
+	}
+	return string(b), true
 }

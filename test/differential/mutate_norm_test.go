@@ -72,6 +72,18 @@ func normalizationCases() []normCase {
 			spec["bogus"] = "x"
 		}), "exact"},
 		{"apply int or string", mworld(mpol("p", ac(container(`livenessProbe: Object.spec.containers.livenessProbe{httpGet: Object.spec.containers.livenessProbe.httpGet{port: "http"}}`)))), podCreate(webPod()), "fast"},
+		{"apply keyed list order", mworld(mpol("p", ac(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "c", image: "c2"}, Object.spec.containers{name: "new", image: "n"}, Object.spec.containers{name: "a", image: "a2"}]}}`))), podWith(func(spec map[string]any) {
+			spec["containers"] = []any{map[string]any{"name": "a", "image": "a"}, map[string]any{"name": "b", "image": "b"}, map[string]any{"name": "c", "image": "c"}, map[string]any{"name": "d", "image": "d"}}
+		}), "fast"},
+		{"apply keyed list order, new first", mworld(mpol("p", ac(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "new", image: "n"}, Object.spec.containers{name: "d", image: "d2"}, Object.spec.containers{name: "b", image: "b2"}]}}`))), podWith(func(spec map[string]any) {
+			spec["containers"] = []any{map[string]any{"name": "a", "image": "a"}, map[string]any{"name": "b", "image": "b"}, map[string]any{"name": "c", "image": "c"}, map[string]any{"name": "d", "image": "d"}}
+		}), "fast"},
+		{"apply list with two keys", mworld(mpol("p", ac(container(`ports: [Object.spec.containers.ports{containerPort: 53, protocol: "UDP", name: "dns-u"}, Object.spec.containers.ports{containerPort: 80, protocol: "TCP", name: "web"}]`)))), podWith(func(spec map[string]any) {
+			spec["containers"].([]any)[0].(map[string]any)["ports"] = []any{map[string]any{"containerPort": int64(53), "protocol": "TCP"}, map[string]any{"containerPort": int64(80), "protocol": "TCP"}}
+		}), "fast"},
+		{"apply list key left to its default", mworld(mpol("p", ac(container(`ports: [Object.spec.containers.ports{containerPort: 80, name: "web"}]`)))), podWith(func(spec map[string]any) {
+			spec["containers"].([]any)[0].(map[string]any)["ports"] = []any{map[string]any{"containerPort": int64(80)}}
+		}), ""},
 		{"json patch omitempty zero value", mworld(mpol("p", jp(`[JSONPatch{op: "add", path: "/spec/containers/0/imagePullPolicy", value: ""}]`))), podCreate(webPod()), "fast"},
 		{"json patch quantity", mworld(mpol("p", jp(`[JSONPatch{op: "add", path: "/spec/containers/0/resources", value: {"limits": {"cpu": "1000m", "memory": "0.5Gi"}}}]`))), podCreate(webPod()), "fast"},
 		{"json patch quantity as a number", mworld(mpol("p", jp(`[JSONPatch{op: "add", path: "/spec/containers/1/resources/limits/cpu", value: 2}]`))), podCreate(webPod()), "fast"},
