@@ -69,13 +69,13 @@ func fastEligible(r *Request) bool {
 // declines them.
 func (st *mutationState) loadFast(r *Request) bool {
 	st.typed, st.fast = true, true
-	obj, ok := canonObject(r.Object, r.Kind)
+	obj, ok := canonObject(r.Object, nil, r.Kind)
 	if !ok {
 		return false
 	}
 	st.obj = &unstructured.Unstructured{Object: obj}
 	if r.OldObject != nil {
-		old, ok := canonObject(r.OldObject, r.Kind)
+		old, ok := canonObject(r.OldObject, nil, r.Kind)
 		if !ok {
 			return false
 		}
@@ -181,7 +181,7 @@ func (m *mutator) dispatchFast(inv *invocation, cm *compiledMutation, va *admiss
 	if !ok {
 		return errFastDecline
 	}
-	if next, ok = canonObject(next, va.VersionedKind); !ok {
+	if next, ok = canonObject(next, live.Object, va.VersionedKind); !ok {
 		return errFastDecline
 	}
 	u := &unstructured.Unstructured{Object: next}

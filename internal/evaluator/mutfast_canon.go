@@ -277,8 +277,13 @@ func isScalar(v any) bool {
 
 // canon is v after the typed round trip of sh's Go type. changed is set
 // when the result is not v itself; ok is false when canon declines.
-// Maps and slices of v are never modified: a changed one is copied.
-func canon(v any, sh *shape) (out any, changed, ok bool) {
+// Maps and slices of v are never modified: a changed one is copied. prev,
+// when not nil, is a canonical value v was made from: the maps and slices
+// they share are canonical already and not walked again.
+func canon(v, prev any, sh *shape) (out any, changed, ok bool) {
+	if prev != nil && sharedRef(v, prev) {
+		return v, false, true
+	}
 	if v == nil {
 		z, ok := zeroCanon(sh)
 		return z, z != nil, ok
@@ -330,15 +335,20 @@ func canon(v any, sh *shape) (out any, changed, ok bool) {
 		}
 		return nil, false, false
 	case shPtr:
-		return canon(v, sh.elem)
+		return canon(v, prev, sh.elem)
 	case shSlice:
 		s, ok := v.([]any)
 		if !ok {
 			return nil, false, false
 		}
+		ps, _ := prev.([]any)
 		var cp []any
 		for i, e := range s {
-			c, ch, ok := canon(e, sh.elem)
+			var pe any
+			if i < len(ps) {
+				pe = ps[i]
+			}
+			c, ch, ok := canon(e, pe, sh.elem)
 			if !ok {
 				return nil, false, false
 			}
@@ -359,9 +369,10 @@ func canon(v any, sh *shape) (out any, changed, ok bool) {
 		if !ok {
 			return nil, false, false
 		}
+		pm, _ := prev.(map[string]any)
 		var cp map[string]any
 		for k, e := range m {
-			c, ch, ok := canon(e, sh.elem)
+			c, ch, ok := canon(e, pm[k], sh.elem)
 			if !ok {
 				return nil, false, false
 			}
@@ -382,7 +393,7 @@ func canon(v any, sh *shape) (out any, changed, ok bool) {
 		}
 		return cp, true, true
 	case shStruct:
-		return canonStruct(v, sh)
+		return canonStruct(v, prev, sh)
 	case shCustom:
 		c, _, ok := canonCustom(v, sh)
 		return c, ok && c != v, ok
@@ -457,11 +468,12 @@ func canonCustomSlow(v any, sh *shape) (any, reflect.Value, bool) {
 	return c, dv, true
 }
 
-func canonStruct(v any, sh *shape) (any, bool, bool) {
+func canonStruct(v, prev any, sh *shape) (any, bool, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, false, false
 	}
+	pm, _ := prev.(map[string]any)
 	present := 0
 	for k := range m {
 		if _, known := sh.byName[k]; !known {
@@ -494,7 +506,7 @@ func canonStruct(v any, sh *shape) (any, bool, bool) {
 		} else if has {
 			present++
 			var ok bool
-			if c, ch, ok = canon(in, f.sh); !ok {
+			if c, ch, ok = canon(in, pm[f.name], f.sh); !ok {
 				return nil, false, false
 			}
 			if f.omitempty && emptyCanon(c, f.sh) {
@@ -544,12 +556,17 @@ var dropped any = &struct{ byte }{}
 // canonObject is the canonical form of a built-in kind's object as the
 // plugin holds it: the typed round trip, with the kind's apiVersion and
 // kind set as the decoder sets them. ok is false when canon declines.
-func canonObject(m map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+// prev, when not nil, is the canonical object m was made from.
+func canonObject(m, prev map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	sh := shapeOfKind(gvk)
 	if sh == nil || sh.kind != shStruct {
 		return nil, false
 	}
-	c, _, ok := canon(m, sh)
+	var p any
+	if prev != nil {
+		p = prev
+	}
+	c, _, ok := canon(m, p, sh)
 	if !ok {
 		return nil, false
 	}
@@ -564,4 +581,17 @@ func canonObject(m map[string]any, gvk schema.GroupVersionKind) (map[string]any,
 		out = cp
 	}
 	return out, true
+}
+
+// sharedRef reports whether a and b are the same decoded map or slice.
+func sharedRef(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && sameMap(x, y)
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) > 0 && sameSlice(x, y)
+	}
+	return false
 }
