@@ -13,15 +13,12 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/apiserver/pkg/cel/common"
 	celmutation "k8s.io/apiserver/pkg/cel/mutation"
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // The fast mutation path. For a built-in kind the plugin holds the object
@@ -111,30 +108,19 @@ func (m *mutator) celValue(l *admission.LazyObject) (any, error) {
 }
 
 // lazyTyped is the typed CEL view of a canonical object, decoded on first
-// read: decoding a Pod costs more than the rest of a mutation.
+// read, whole (value) or pruned to what a policy reads (typedValue).
 type lazyTyped struct {
-	st   *mutationState
-	u    *unstructured.Unstructured
-	kind *Request
-	val  ref.Val
+	st     *mutationState
+	u      *unstructured.Unstructured
+	kind   *Request
+	val    ref.Val
+	pruned []prunedView
 }
 
 func (l *lazyTyped) value() ref.Val {
-	if l.val != nil {
-		return l.val
+	if l.val == nil {
+		l.val = l.decode(l.u.Object)
 	}
-	typed, err := clientgoscheme.Scheme.New(l.kind.Kind)
-	if err == nil {
-		err = runtime.DefaultUnstructuredConverter.FromUnstructured(l.u.Object, typed)
-	}
-	if err != nil {
-		// The canonical form always decodes; if it did not, the exact
-		// path says what the plugin says.
-		l.st.declined = true
-		l.val = types.WrapErr(errFastDecline)
-		return l.val
-	}
-	l.val = common.SchemalessTypedToVal(typed)
 	return l.val
 }
 
