@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,8 +103,11 @@ func checkLive(s *smdschema.Schema, tr smdschema.TypeRef, v any) bool {
 			if sf, ok := a.Map.FindField(k); ok {
 				ft = sf.Type
 			}
-			if !checkLive(s, ft, e) {
-				return false
+			switch e.(type) {
+			case map[string]any, []any:
+				if keyedBelow(s, ft) && !checkLive(s, ft, e) {
+					return false
+				}
 			}
 		}
 	case []any:
@@ -129,6 +133,56 @@ func checkLive(s *smdschema.Schema, tr smdschema.TypeRef, v any) bool {
 		}
 	}
 	return true
+}
+
+// keyedBelow reports whether a value of type tr may hold a keyed list,
+// the only thing checkLive looks for, so that it skips the rest (labels,
+// resources, a container's securityContext). A type that does not
+// resolve is assumed to.
+func keyedBelow(s *smdschema.Schema, tr smdschema.TypeRef) bool {
+	if tr.NamedType == nil {
+		// An inlined scalar (a label's value) holds none.
+		return tr.Inlined.List != nil || tr.Inlined.Map != nil
+	}
+	key := keyedKey{s, *tr.NamedType}
+	if v, ok := keyedMemo.Load(key); ok {
+		return v.(bool)
+	}
+	keyedMemo.Store(key, true) // a recursive type holds what it holds
+	v := keyedBelowUncached(s, tr)
+	keyedMemo.Store(key, v)
+	return v
+}
+
+type keyedKey struct {
+	s    *smdschema.Schema
+	name string
+}
+
+var keyedMemo sync.Map // keyedKey -> bool
+
+func keyedBelowUncached(s *smdschema.Schema, tr smdschema.TypeRef) bool {
+	a, ok := s.Resolve(tr)
+	if !ok {
+		return true
+	}
+	if a.List != nil {
+		if a.List.ElementRelationship == smdschema.Associative {
+			return true
+		}
+		if keyedBelow(s, a.List.ElementType) {
+			return true
+		}
+	}
+	if a.Map != nil {
+		for _, f := range a.Map.Fields {
+			if keyedBelow(s, f.Type) {
+				return true
+			}
+		}
+		return keyedBelow(s, a.Map.ElementType)
+	}
+	return false
 }
 
 func hasAnyKey(m map[string]any, keys []string) bool {

@@ -85,3 +85,35 @@ func copyJSON(m map[string]any) map[string]any {
 	_ = json.Unmarshal(b, &out)
 	return out
 }
+
+// TestCheckLive holds checkLive to the plugin's conversion of the live
+// object: whatever that refuses, checkLive must refuse (it may refuse
+// more: items without keys, which the conversion accepts, it leaves to
+// the exact path), and a plain Pod it must accept.
+func TestCheckLive(t *testing.T) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	tc := typeConverterFor(gvk)
+	pt, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "labels": map[string]any{"a": "b"}}, "spec": spec}
+	}
+	for name, obj := range map[string]map[string]any{
+		"fine":                     pod(map[string]any{"containers": []any{map[string]any{"name": "a", "env": []any{map[string]any{"name": "E"}}}}}),
+		"pull secret without name": pod(map[string]any{"imagePullSecrets": []any{map[string]any{}}}),
+		"env without name":         pod(map[string]any{"containers": []any{map[string]any{"name": "a", "env": []any{map[string]any{"value": "x"}}}}}),
+		"owner without uid":        {"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"ownerReferences": []any{map[string]any{"name": "x"}}}},
+		"null container":           pod(map[string]any{"containers": []any{nil}}),
+	} {
+		_, werr := tc.ObjectToTyped(&unstructured.Unstructured{Object: obj}, typed.AllowDuplicates)
+		got := checkLive(pt.Schema(), pt.TypeRef(), obj)
+		if got && werr != nil || name == "fine" && !got {
+			t.Errorf("%s: checkLive %v, conversion error %v", name, got, werr)
+		}
+		if name == "null container" && werr == nil {
+			t.Errorf("the conversion accepts a null keyed item: the case tests nothing")
+		}
+	}
+}
