@@ -246,7 +246,12 @@ func mergeSMD(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, r
 	if hasLHS {
 		lv = value.NewValueInterface(lhs)
 	}
+	// Unvalidated: the apply configuration was validated whole, the
+	// object is canonical and checked by checkLive, as the plugin's
+	// conversions would; validating again would walk the node twice.
+	//lint:ignore SA1019 see above
 	lt := typed.AsTypedUnvalidated(lv, s, tr)
+	//lint:ignore SA1019 see above
 	rt := typed.AsTypedUnvalidated(value.NewValueInterface(rhs), s, tr)
 	res, err := lt.Merge(rt)
 	if err != nil {
