@@ -66,11 +66,13 @@ func fastEligible(r *Request) bool {
 // declines them.
 func (st *mutationState) loadFast(r *Request) bool {
 	st.typed, st.fast = true, true
-	obj, ok := canonObject(r.Object, nil, r.Kind)
-	if !ok {
-		return false
+	if r.Object != nil {
+		obj, ok := canonObject(r.Object, nil, r.Kind)
+		if !ok {
+			return false
+		}
+		st.obj = &unstructured.Unstructured{Object: obj}
 	}
-	st.obj = &unstructured.Unstructured{Object: obj}
 	if r.OldObject != nil {
 		old, ok := canonObject(r.OldObject, nil, r.Kind)
 		if !ok {

@@ -107,6 +107,7 @@ func normalizationCases() []normCase {
 			ac(`Object{metadata: Object.metadata{labels: {"k": object.kind}}}`))), podCreate(webPod()), "fast"},
 		{"typed view through a variable", mworld(mpol("p", mvar("c", "object.spec.containers"), mcond("t", "size(variables.c) > 0"),
 			ac(`Object{metadata: Object.metadata{labels: {"first": variables.c[0].name}}}`))), podCreate(webPod()), "fast"},
+		{"no object", mworld(mpol("p", ac(`Object{metadata: Object.metadata{labels: {"x": "1"}}}`))), podCreate(nil), ""},
 		{"typed view read after a mutation", mworld(
 			mpol("a", ac(container(`image: "x"`))),
 			mpol("b", mcond("t", "true"), ac(`Object{metadata: Object.metadata{labels: {"img": object.spec.containers[0].image}}}`))), podCreate(webPod()), "fast"},
