@@ -49,6 +49,9 @@ type shape struct {
 	byName map[string]int
 	elem   *shape
 	typ    reflect.Type
+	// finished is set once finish has computed the fields' absentDrops;
+	// a shape is read without the lock only after that.
+	finished bool
 }
 
 type fieldShape struct {
@@ -133,10 +136,11 @@ func shapeOfLocked(t reflect.Type) *shape {
 
 // finish computes what the fields of sh and its parts need once.
 func finish(sh *shape, seen map[*shape]bool) {
-	if seen[sh] {
+	if sh.finished || seen[sh] {
 		return
 	}
 	seen[sh] = true
+	defer func() { sh.finished = true }()
 	for i := range sh.fields {
 		f := &sh.fields[i]
 		if f.omitzero != nil {
