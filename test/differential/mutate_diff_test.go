@@ -307,7 +307,11 @@ func runMutateCase(t *testing.T, w *world, r *request) {
 	defer p.close()
 	snap := compileMutating(w)
 	want := p.mutate(t, r)
+	sent := runtime.DeepCopyJSON(r.evalReq.Object)
 	res := snap.Mutate(context.Background(), r.evalReq, w.inventory)
+	if r.evalReq.Object != nil && !reflect.DeepEqual(sent, r.evalReq.Object) {
+		t.Errorf("Mutate modified the request's object")
+	}
 	got := evaluatorMutation(t, r, res)
 	compareMutation(t, r, res, want, got)
 	code := int32(0)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
@@ -177,7 +179,11 @@ func TestMutateGenerated(t *testing.T) {
 		for ci := range mutateCasesN {
 			r := g.mutateRequest(w)
 			st.cases++
+			sent := runtime.DeepCopyJSON(r.evalReq.Object)
 			res := snap.Mutate(context.Background(), r.evalReq, w.inventory)
+			if r.evalReq.Object != nil && !reflect.DeepEqual(sent, r.evalReq.Object) {
+				t.Errorf("world %d case %d: Mutate modified the request's object", wi, ci)
+			}
 			if res.UnknownNamespace != "" {
 				// The cluster knows the namespace, the inventory does not:
 				// the failurePolicy decides instead (see TestDifferential).
