@@ -82,10 +82,22 @@
 // the first, when any mutation in the first pass was applied (even one
 // that changed nothing: the plugin's Dirty flag).
 //
-// The mutations are applied by the apiserver's patch package itself
-// (NewApplyConfigurationPatcher, NewJSONPatcher): only their expressions
-// are evaluated here, in the evaluator's frames, without the fast
-// interpreter. The object is held as the plugin holds it: a kind of
+// A built-in kind first takes the fast mutation path (mutfast*.go): the
+// object is held as the canonical JSON of its typed Go object (canon, a
+// reflection-free typed round trip from a shape of the Go type), apply
+// configurations are merged with the type's structured-merge-diff schema
+// only where they have fields, JSON patches are applied to the map, and
+// the typed CEL view is decoded only for the fields a policy selects. It
+// declines whatever it is not sure to do as the plugin does (errors,
+// test/move/copy, unknown fields, values the typed decode would refuse or
+// change in ways it does not model), and the request is then evaluated
+// again from the start on the exact path below; FastMutationCounts counts
+// both, and the differential tests check which path each case takes.
+//
+// On the exact path the mutations are applied by the apiserver's patch
+// package itself (NewApplyConfigurationPatcher, NewJSONPatcher): only
+// their expressions are evaluated here, in the evaluator's frames, without
+// the fast interpreter. The object is held as the plugin holds it: a kind of
 // client-go's scheme as its typed Go object (decoded from the request's
 // JSON), anything else unstructured; server-side-apply merges use
 // client-go's type converter over the built-in OpenAPI models, and for a

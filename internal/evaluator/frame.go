@@ -21,6 +21,9 @@ type activation struct {
 	// typed is set for a built-in kind: object and oldObject are then its
 	// typed view, decoded on first read (typed.go).
 	typed *reqCtx
+	// paths is what the policy reads of object and oldObject when they
+	// are a *lazyTyped (mutfast_paths.go); nil for all of them.
+	paths *typedPaths
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -29,10 +32,22 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		if a.typed != nil {
 			return a.typed.typedValue(false), true
 		}
+		if l, ok := a.object.(*lazyTyped); ok {
+			if a.paths == nil {
+				return l.value(), true
+			}
+			return l.typedValue(&a.paths.object), true
+		}
 		return a.object, true
 	case plugincel.OldObjectVarName:
 		if a.typed != nil {
 			return a.typed.typedValue(true), true
+		}
+		if l, ok := a.oldObject.(*lazyTyped); ok {
+			if a.paths == nil {
+				return l.value(), true
+			}
+			return l.typedValue(&a.paths.oldObject), true
 		}
 		return a.oldObject, true
 	case plugincel.ParamsVarName:

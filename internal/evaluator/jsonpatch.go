@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +96,9 @@ func diffAt(ops *[]jsonOp, path string, a, b any) {
 		if !ok {
 			break
 		}
+		if sameMap(av, bv) {
+			return
+		}
 		for _, k := range sortedKeys(av) {
 			if _, ok := bv[k]; !ok {
 				*ops = append(*ops, jsonOp{op: "remove", path: path + "/" + escapePointer(k)})
@@ -113,6 +117,9 @@ func diffAt(ops *[]jsonOp, path string, a, b any) {
 		av, ok := a.([]any)
 		if !ok {
 			break
+		}
+		if len(av) == len(bv) && sameSlice(av, bv) {
+			return
 		}
 		n := min(len(av), len(bv))
 		for i := range n {
@@ -184,6 +191,9 @@ func jsonEqual(a, b any) bool {
 		if !ok || len(av) != len(bv) {
 			return false
 		}
+		if sameMap(av, bv) {
+			return true
+		}
 		for k, x := range av {
 			y, ok := bv[k]
 			if !ok || !jsonEqual(x, y) {
@@ -195,6 +205,9 @@ func jsonEqual(a, b any) bool {
 		bv, ok := b.([]any)
 		if !ok || len(av) != len(bv) {
 			return false
+		}
+		if sameSlice(av, bv) {
+			return true
 		}
 		for i := range av {
 			if !jsonEqual(av[i], bv[i]) {
@@ -232,4 +245,15 @@ func jsonNumber(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
+}
+
+// sameMap and sameSlice tell the same decoded value shared by two
+// objects: the fast mutation path copies only what it changes, so most of
+// the final object is the request's own.
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+func sameSlice(a, b []any) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

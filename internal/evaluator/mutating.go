@@ -9,6 +9,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -57,6 +58,15 @@ type mutationState struct {
 	// statusErr is a StatusError the plugin returns as it is: it ends the
 	// request, whatever the failurePolicy.
 	statusErr *apierrors.StatusError
+
+	// fast is set on the fast path (mutfast.go): obj and old are the
+	// canonical JSON of the typed objects. declined is set when it gave
+	// up. checked is the version of obj checkLive has passed; typed1 and
+	// typed2 the typed CEL views of the last two versions read that way
+	// (the object and the old object).
+	fast, declined bool
+	checked        *unstructured.Unstructured
+	typed1, typed2 *lazyTyped
 }
 
 // requireReinvoking is RequireReinvokingPreviouslyInvokedPlugins.
@@ -100,18 +110,40 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 	if len(candidates) == 0 {
 		return res
 	}
+	if fastEligible(r) {
+		st := &mutationState{}
+		if st.loadFast(r) {
+			if res, ok := s.mutate(ctx, r, ns, st, candidates, cfg); ok {
+				fastMutations.Add(1)
+				return res
+			}
+		}
+		fastMutationDeclines.Add(1)
+	}
 	st := &mutationState{}
 	if err := st.load(r); err != nil {
 		res.Allowed, res.Status = false, &err.ErrStatus
 		return res
 	}
+	res, _ = s.mutate(ctx, r, ns, st, candidates, cfg)
+	return res
+}
+
+// mutate runs the passes of Mutate on the loaded objects; false when the
+// fast path declined.
+func (s *Snapshot) mutate(ctx context.Context, r *Request, ns NamespaceLookup, st *mutationState, candidates []int, cfg validateConfig) (*Result, bool) {
+	res := &Result{Allowed: true}
 	first := st.obj
 	m := newMutator(ctx, s, r, ns, st, res, cfg.trace, false)
-	// One limit for both passes: they are one request.
+	// One limit for both passes: they are one request. A fast attempt
+	// that declined is thrown away with the cost it spent.
 	cost := newCostLimit(cfg.costLimit)
 	m.cost = cost
 	m.run(s.mutating.hooks, candidates)
 	m.endPass()
+	if st.declined {
+		return nil, false
+	}
 	if st.statusErr == nil && len(res.Denials) == 0 && st.shouldReinvoke {
 		pass2 := *r
 		pass2.Object = st.unstructured(st.obj)
@@ -122,6 +154,9 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 		m.endPass()
 		markReinvoked(res.Trace[nt:])
 		res.Bindings = append(res.Bindings[:n], dropSkipped(res.Bindings[n:])...)
+		if st.declined {
+			return nil, false
+		}
 	}
 	switch {
 	case st.statusErr != nil:
@@ -134,7 +169,7 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 		res.Object, res.Patch = st.patch(r.Object, first)
 	}
 	res.CostLimitExceeded = cost != nil && cost.exceeded
-	return res
+	return res, true
 }
 
 func newMutator(ctx context.Context, s *Snapshot, r *Request, ns NamespaceLookup, st *mutationState, res *Result, trace, reinvoke bool) *mutator {
@@ -200,11 +235,11 @@ func (m *mutator) prepare(cp *compiledPolicy) {
 // see; variables are evaluated again, as the plugin evaluates them again
 // in every activation.
 func (m *mutator) setObjects(va *admission.VersionedAttributes) error {
-	old, err := va.VersionedOldObject.CELValue()
+	old, err := m.celValue(&va.VersionedOldObject)
 	if err != nil {
 		return fmt.Errorf("failed to prepare oldObject variable for evaluation: %w", err)
 	}
-	obj, err := va.VersionedObject.CELValue()
+	obj, err := m.celValue(&va.VersionedObject)
 	if err != nil {
 		return fmt.Errorf("failed to prepare object variable for evaluation: %w", err)
 	}
@@ -229,7 +264,7 @@ func (m *mutator) evaluate(inv invocation) failure {
 	if inv.param != nil {
 		key.param = inv.param.key()
 	}
-	if m.st.statusErr != nil || m.reinvoke && !m.st.reinvokeSet[key] {
+	if m.st.statusErr != nil || m.st.declined || m.reinvoke && !m.st.reinvokeSet[key] {
 		m.skipped = true
 		return failure{}
 	}
@@ -246,6 +281,10 @@ func (m *mutator) evaluate(inv invocation) failure {
 		}
 		before := va.VersionedObject.Object()
 		err := m.dispatchOne(&inv, &cp.mutating.mutations[i], va, gvr)
+		if errors.Is(err, errFastDecline) {
+			m.st.declined, m.redo = true, true
+			return failure{}
+		}
 		m.traceMutation(inv.trace, i, &cp.mutating.mutations[i], before, err)
 		if err == nil {
 			m.mutated = true
@@ -258,8 +297,11 @@ func (m *mutator) evaluate(inv invocation) failure {
 		}
 		m.errs = append(m.errs, failure{cause: mutationCause(err), message: err.Error()})
 	}
-	// An object no mutation replaced is equal to itself.
-	if after := va.VersionedObject.Object(); after != before && !apiequality.Semantic.DeepEqual(before, after) {
+	// An object no mutation replaced is equal to itself. On the fast path
+	// a replaced one counts as changed even when it is equal: what that
+	// does here (ask for reinvocation) the end of the pass does anyway for
+	// a dirty object, and a replaced object is dirty.
+	if after := va.VersionedObject.Object(); after != before && (m.st.fast || !apiequality.Semantic.DeepEqual(before, after)) {
 		m.st.requireReinvoking()
 		m.st.shouldReinvoke = true
 	}

@@ -17,6 +17,9 @@ const (
 type mutatingPolicy struct {
 	mutations    []compiledMutation
 	reinvocation admissionregistrationv1.ReinvocationPolicyType
+	// paths is what the policy's expressions read of object and
+	// oldObject, for the fast path's typed view (mutfast_paths.go).
+	paths *typedPaths
 }
 
 // compiledMutation is one entry of spec.mutations. expr is nil for an
@@ -68,7 +71,28 @@ func compileMutatingPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy, m
 		mp.mutations = append(mp.mutations, cm)
 	}
 	cp.needsNamespace = c.usesNamespace
+	mp.paths = mutatingReadPaths(p)
 	return cp
+}
+
+// mutatingReadPaths is what a policy's expressions read of its objects.
+func mutatingReadPaths(p *admissionregistrationv1.MutatingAdmissionPolicy) *typedPaths {
+	tp := &typedPaths{}
+	for _, v := range p.Spec.Variables {
+		tp.readPaths(v.Expression)
+	}
+	for _, mc := range p.Spec.MatchConditions {
+		tp.readPaths(mc.Expression)
+	}
+	for _, m := range p.Spec.Mutations {
+		switch {
+		case m.JSONPatch != nil:
+			tp.readPaths(m.JSONPatch.Expression)
+		case m.ApplyConfiguration != nil:
+			tp.readPaths(m.ApplyConfiguration.Expression)
+		}
+	}
+	return tp
 }
 
 // patchers counts the mutations the plugin compiles a patcher for.

@@ -142,6 +142,9 @@ func (m *mutator) dispatchOne(inv *invocation, cm *compiledMutation, va *admissi
 	if tc == nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("Resource kind %s not found. There can be a delay between when CustomResourceDefinitions are created and when they are available.", va.VersionedKind))
 	}
+	if m.st.fast {
+		return m.dispatchFast(inv, cm, va, tc)
+	}
 	ev := &mutationEvaluator{m: m, inv: inv, ce: cm.expr}
 	var p patch.Patcher
 	if cm.patchType == admissionregistrationv1.PatchTypeJSONPatch {

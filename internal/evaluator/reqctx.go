@@ -286,6 +286,9 @@ func (rc *reqCtx) newFrame(cp *compiledPolicy, p *param, request ref.Val, namesp
 	if p != nil {
 		f.act.params = p.val
 	}
+	if cp.mutating != nil {
+		f.act.paths = cp.mutating.paths
+	}
 	f.act.request = request
 	f.act.namespace = namespace
 	if !f.fast {

@@ -1,6 +1,7 @@
 package differential
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -282,6 +283,11 @@ func mutateCases() []mutateCase {
 // (the evaluator's patch applied to the request's object), whether it
 // changed, and the verdict and status must be the same.
 func TestMutateDifferential(t *testing.T) {
+	fast0, declined0 := evaluator.FastMutationCounts()
+	defer func() {
+		fast, declined := evaluator.FastMutationCounts()
+		t.Logf("fast path: %d answered, %d declined", fast-fast0, declined-declined0)
+	}()
 	for _, tc := range mutateCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			runMutateCase(t, tc.w, tc.r)
@@ -301,7 +307,11 @@ func runMutateCase(t *testing.T, w *world, r *request) {
 	defer p.close()
 	snap := compileMutating(w)
 	want := p.mutate(t, r)
+	sent := runtime.DeepCopyJSON(r.evalReq.Object)
 	res := snap.Mutate(context.Background(), r.evalReq, w.inventory)
+	if r.evalReq.Object != nil && !reflect.DeepEqual(sent, r.evalReq.Object) {
+		t.Errorf("Mutate modified the request's object")
+	}
 	got := evaluatorMutation(t, r, res)
 	compareMutation(t, r, res, want, got)
 	code := int32(0)
@@ -328,6 +338,8 @@ func compareMutation(t *testing.T, r *request, res *evaluator.Result, want, got 
 	}
 	if !reflect.DeepEqual(got.final, want.final) {
 		t.Errorf("final object\n%s\nplugin's\n%s\npatch %s", mustJSON(got.final), mustJSON(want.final), res.Patch)
+	} else if !bytes.Equal(got.encoded, want.encoded) {
+		t.Errorf("final object encoded\n%s\nplugin's\n%s\npatch %s", got.encoded, want.encoded, res.Patch)
 	}
 	if got.changed != want.changed {
 		t.Errorf("changed %v, plugin %v; patch %s", got.changed, want.changed, res.Patch)

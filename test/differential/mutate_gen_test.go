@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
@@ -163,6 +165,7 @@ func (g gen) mutatingWorld(id int) *world {
 func TestMutateGenerated(t *testing.T) {
 	g := gen{rand.New(rand.NewPCG(mutateSeed, mutateSeed^0x5eed))}
 	var st struct{ cases, compared, unknownNamespace, changed, denied, reinvoked, errors, ignored int }
+	fast0, declined0 := evaluator.FastMutationCounts()
 	for wi := range mutateWorlds {
 		w := g.mutatingWorld(wi)
 		for _, p := range w.mutatingPolicies {
@@ -176,7 +179,11 @@ func TestMutateGenerated(t *testing.T) {
 		for ci := range mutateCasesN {
 			r := g.mutateRequest(w)
 			st.cases++
+			sent := runtime.DeepCopyJSON(r.evalReq.Object)
 			res := snap.Mutate(context.Background(), r.evalReq, w.inventory)
+			if r.evalReq.Object != nil && !reflect.DeepEqual(sent, r.evalReq.Object) {
+				t.Errorf("world %d case %d: Mutate modified the request's object", wi, ci)
+			}
 			if res.UnknownNamespace != "" {
 				// The cluster knows the namespace, the inventory does not:
 				// the failurePolicy decides instead (see TestDifferential).
@@ -217,6 +224,8 @@ func TestMutateGenerated(t *testing.T) {
 		p.close()
 	}
 	t.Logf("%+v", st)
+	fast, declined := evaluator.FastMutationCounts()
+	t.Logf("fast path: %d answered, %d declined", fast-fast0, declined-declined0)
 	for name, n := range map[string]int{"compared": st.compared / 10, "changed": st.changed, "denied": st.denied,
 		"reinvoked": st.reinvoked, "errors": st.errors, "ignored": st.ignored} {
 		if n < 10 {

@@ -190,6 +190,10 @@ type mutateOutcome struct {
 	// built-in kind).
 	final   map[string]any
 	changed bool
+	// encoded is the final object as the apiserver serializes it (its
+	// JSON encoding of the typed object for a built-in kind), to compare
+	// byte for byte.
+	encoded []byte
 }
 
 // heldObject is a request's object as the apiserver holds it: typed for
@@ -265,6 +269,7 @@ func (a *mutatingPlugin) mutate(tb testing.TB, r *request) mutateOutcome {
 	}
 	if obj != nil {
 		out.final = jsonForm(tb, attrs.GetObject())
+		out.encoded = encodeHeld(tb, attrs.GetObject())
 		out.changed = !apiequality.Semantic.DeepEqual(initial, attrs.GetObject())
 	}
 	return out
@@ -299,8 +304,25 @@ func evaluatorMutation(tb testing.TB, r *request, res *evaluator.Result) mutateO
 	if err := json.Unmarshal(doc, &patched); err != nil {
 		tb.Fatal(err)
 	}
-	out.final = jsonForm(tb, heldObject(tb, patched, r.evalReq.RequestKind))
+	held := heldObject(tb, patched, r.evalReq.RequestKind)
+	out.final = jsonForm(tb, held)
+	out.encoded = encodeHeld(tb, held)
 	return out
+}
+
+// encodeHeld is the apiserver's JSON serialization of the object it holds.
+func encodeHeld(tb testing.TB, obj runtime.Object) []byte {
+	var b []byte
+	var err error
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		b, err = runtime.Encode(unstructured.UnstructuredJSONScheme, obj)
+	} else {
+		b, err = json.Marshal(obj)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 func jsonRoundTrip(tb testing.TB, v any) map[string]any {
