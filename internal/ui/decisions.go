@@ -1,0 +1,145 @@
+package ui
+
+import (
+	"net/url"
+	"slices"
+	"time"
+)
+
+// ranges are the Decisions page's time windows, each with the bucket of
+// its chart (at most a few dozen points).
+var ranges = []struct {
+	Name   string
+	Window time.Duration
+	Bucket string
+}{
+	{"1h", time.Hour, "1m"},
+	{"24h", 24 * time.Hour, "1h"},
+	{"7d", 7 * 24 * time.Hour, "6h"},
+	{"30d", 30 * 24 * time.Hour, "24h"},
+}
+
+// decisionFilters are the query parameters the table passes to the API.
+var decisionFilters = []string{"verdict", "cluster", "namespace", "policy", "user", "kind"}
+
+type decisionsPage struct {
+	Range    string
+	Ranges   []string
+	Filter   map[string]string
+	Chart    chartData
+	Requests int64
+	Denials  int64
+	Top      []policyCount
+	Items    []decision
+	// Next is the query of the next page, empty on the last.
+	Next string
+}
+
+// chartData is what static/js/app.js draws with uPlot.
+type chartData struct {
+	Time     []int64 `json:"t"`
+	Requests []int64 `json:"requests"`
+	Denials  []int64 `json:"denials"`
+}
+
+type policyCount struct {
+	Policy string
+	Count  int64
+}
+
+func (s *Server) decisions(r *request) error {
+	t, q := r.tenant(), r.r.URL.Query()
+	pg := decisionsPage{Range: q.Get("range"), Filter: map[string]string{}}
+	rg := ranges[1]
+	for _, x := range ranges {
+		pg.Ranges = append(pg.Ranges, x.Name)
+		if x.Name == pg.Range {
+			rg = x
+		}
+	}
+	pg.Range = rg.Name
+	since := s.Now().Add(-rg.Window).UTC().Format(time.RFC3339)
+
+	var st decisionStats
+	sq := url.Values{"since": {since}, "bucket": {rg.Bucket}}
+	if c := q.Get("cluster"); c != "" {
+		sq.Set("cluster", c)
+	}
+	if err := r.api("GET", p("tenants", t, "decisions", "stats"), sq, nil, &st); err != nil {
+		return err
+	}
+	var byPolicy map[string]int64
+	pg.Requests, pg.Denials, byPolicy = st.totals()
+	for _, b := range st.Buckets {
+		pg.Chart.Time = append(pg.Chart.Time, b.Start.Unix())
+		pg.Chart.Requests = append(pg.Chart.Requests, b.Total)
+		pg.Chart.Denials = append(pg.Chart.Denials, b.Verdicts["denied"]+b.Verdicts["rejected"])
+	}
+	for p, n := range byPolicy {
+		pg.Top = append(pg.Top, policyCount{p, n})
+	}
+	slices.SortFunc(pg.Top, func(a, b policyCount) int {
+		if a.Count != b.Count {
+			return int(b.Count - a.Count)
+		}
+		return compare(a.Policy, b.Policy)
+	})
+	pg.Top = pg.Top[:min(len(pg.Top), 10)]
+
+	lq := url.Values{"since": {since}, "limit": {"50"}}
+	for _, k := range decisionFilters {
+		if v := q.Get(k); v != "" {
+			pg.Filter[k] = v
+			lq.Set(k, v)
+		}
+	}
+	if c := q.Get("continue"); c != "" {
+		lq.Set("continue", c)
+	}
+	var l list[decision]
+	if err := r.api("GET", p("tenants", t, "decisions"), lq, nil, &l); err != nil {
+		return err
+	}
+	pg.Items = l.Items
+	if l.Continue != "" {
+		nq := url.Values{"range": {pg.Range}, "continue": {l.Continue}}
+		for k, v := range pg.Filter {
+			nq.Set(k, v)
+		}
+		pg.Next = nq.Encode()
+	}
+	return r.page("decisions", r.view("Decisions", "decisions", pg))
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// decision shows one decision. The API lists decisions by time, so the
+// page asks for the one microsecond (the stored precision) of ?at= and
+// picks the id.
+func (s *Server) decision(r *request) error {
+	t, id := r.tenant(), r.r.PathValue("id")
+	at, err := time.Parse(time.RFC3339Nano, r.r.URL.Query().Get("at"))
+	if err != nil {
+		return badRequest("the link to a decision needs its time (?at=)")
+	}
+	q := url.Values{"since": {at.Format(time.RFC3339Nano)}, "until": {at.Add(time.Microsecond).Format(time.RFC3339Nano)},
+		"limit": {"500"}}
+	var l list[decision]
+	if err := r.api("GET", p("tenants", t, "decisions"), q, nil, &l); err != nil {
+		return err
+	}
+	for _, d := range l.Items {
+		if d.ID == id {
+			return r.page("decision", r.view("Decision "+d.ID, "decisions", d))
+		}
+	}
+	return notFound("no decision %s at %s", id, at.Format(time.RFC3339Nano))
+}
