@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/api"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
@@ -29,10 +31,12 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // env is the UI in front of a real admin API on a fresh database, with
 // tenants a and b and a token of each kind.
 type env struct {
-	t   *testing.T
-	ui  *Server
-	api *api.Server
-	srv *httptest.Server
+	t       *testing.T
+	ui      *Server
+	api     *api.Server
+	srv     *httptest.Server
+	pool    *pgxpool.Pool
+	tenantA int64
 	// Tokens: operator; admin and viewer of tenant a; admin of tenant b.
 	operator, adminA, viewerA, adminB string
 }
@@ -58,7 +62,7 @@ func newEnv(t *testing.T) *env {
 	a.Namespaces = func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 		return evaluator.NamespaceMap{}, nil
 	}
-	e := &env{t: t, api: a, ui: &Server{API: a.Handler(), Logger: logger}}
+	e := &env{t: t, api: a, ui: &Server{API: a.Handler(), Logger: logger}, pool: pool}
 	h, err := e.ui.Handler()
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +78,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.tenantA = ta.ID
 	tb, err := a.Tenancy.CreateTenant(ctx, "b", "Tenant B")
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +121,8 @@ func (e *env) signIn(token string) *browser {
 		e.t.Fatalf("sign in: status %d, want 303", code)
 	}
 	// Any page carries the session's CSRF token.
-	_, body := b.get("/ui/audit")
+	res, _ := b.getRes("/ui/")
+	_, body := b.get(res.Header.Get("Location"))
 	b.csrf = csrfOf(body)
 	if b.csrf == "" {
 		e.t.Fatalf("no CSRF token on a signed-in page:\n%s", body)

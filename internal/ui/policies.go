@@ -28,8 +28,9 @@ func groupOf(apiVersion string) string {
 	return ""
 }
 
-func objectHref(tenant, kind, name, namespace, group string) string {
-	u := "/ui/t/" + url.PathEscape(tenant) + "/objects/" + url.PathEscape(kind) + "/" + url.PathEscape(name)
+// objectHref is an object's page, or with a suffix (/diff) one below it.
+func objectHref(tenant, kind, name, namespace, group string, suffix ...string) string {
+	u := "/ui/t/" + url.PathEscape(tenant) + "/objects/" + url.PathEscape(kind) + "/" + url.PathEscape(name) + strings.Join(suffix, "")
 	q := url.Values{}
 	if namespace != "" {
 		q.Set("namespace", namespace)

@@ -37,8 +37,8 @@ type fieldError struct {
 	Line           int
 }
 
-func (e editorPage) Href(tenant string) string {
-	return objectHref(tenant, e.Kind, e.Name, e.Namespace, e.Group)
+func (e editorPage) Href(tenant string, suffix ...string) string {
+	return objectHref(tenant, e.Kind, e.Name, e.Namespace, e.Group, suffix...)
 }
 
 // ref reads the object named by a page's path and query.
@@ -109,8 +109,10 @@ func (s *Server) checkText(r *request, text string, dryRun bool) (*check, error)
 	if err == nil {
 		return &check{Valid: true, DryRun: dryRun, Results: res.Results}, nil
 	}
+	// Refusals of the text are shown at the editor; any other error (not
+	// found, forbidden) is the page's.
 	e := asAPIError(err)
-	if e == nil {
+	if e == nil || e.Code != http.StatusBadRequest && e.Code != http.StatusConflict && e.Code != http.StatusUnprocessableEntity {
 		return nil, err
 	}
 	c := &check{Error: e}

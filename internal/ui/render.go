@@ -70,7 +70,8 @@ func loadPages() (*pages, error) {
 			b, err := json.Marshal(v)
 			return string(b), err
 		},
-		"join": strings.Join,
+		"join":    strings.Join,
+		"strings": func(xs ...string) []string { return xs },
 		"tpath": func(tenant string, parts ...string) string {
 			s := "/ui/t/" + url.PathEscape(tenant)
 			for _, p := range parts {
@@ -78,15 +79,22 @@ func loadPages() (*pages, error) {
 			}
 			return s
 		},
-		"query": func(kv ...string) string {
+		// link is path with a query of key, value pairs (empty values
+		// left out). A URL is built whole here: html/template would escape
+		// a query's = and & written after a literal ?.
+		"link": func(path string, kv ...string) string {
 			q := url.Values{}
 			for i := 0; i+1 < len(kv); i += 2 {
 				if kv[i+1] != "" {
 					q.Set(kv[i], kv[i+1])
 				}
 			}
-			return q.Encode()
+			if len(q) == 0 {
+				return path
+			}
+			return path + "?" + q.Encode()
 		},
+		"withQuery": func(path, query string) string { return path + "?" + query },
 	}
 	base, err := template.New("").Funcs(funcs).ParseFS(web.FS, "templates/layout.html")
 	if err != nil {
