@@ -5,7 +5,7 @@ TEST_MODULES := test/differential
 # test/load is a benchmark (make bench); it is linted but not run by make test.
 LINT_MODULES := $(TEST_MODULES) test/load
 
-.PHONY: run test lint bench build db-stop clean
+.PHONY: run test test-ui ui-screenshots web-bundle lint bench build db-stop clean
 
 run:
 	@scripts/ensure-postgres.sh
@@ -27,6 +27,28 @@ test: lint
 	@for m in $(TEST_MODULES); do \
 	  if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
+	@$(MAKE) --no-print-directory test-ui
+
+# The web UI in a real browser (Debian's chromium, playwright-core and
+# axe-core from test/ui's lockfile) against a real gateway and PostgreSQL.
+# The test is built only with -tags browser, so plain `go test ./...`
+# needs no browser.
+test-ui:
+	@scripts/ensure-postgres.sh
+	@scripts/ensure-browser.sh
+	$(GO) test -tags browser -count=1 -timeout 5m -run '^TestBrowserUI$$' ./cmd/gateway
+
+# The browser suite again, saving the screenshots of docs/ui.md.
+ui-screenshots:
+	@scripts/ensure-postgres.sh
+	@scripts/ensure-browser.sh
+	SHOTS=$(CURDIR)/docs/ui $(GO) test -tags browser -count=1 -timeout 5m -run '^TestBrowserUI$$' ./cmd/gateway
+
+# Rebuilds web/static/vendor (CodeMirror bundle, htmx, uPlot, licences,
+# SHA256SUMS) from web/build's lockfile. The output is committed: building
+# and running the gateway needs no Node.
+web-bundle:
+	web/build/build.sh
 
 bin/staticcheck: tools/go.mod tools/go.sum
 	$(GO) -C tools build -o ../bin/staticcheck honnef.co/go/tools/cmd/staticcheck

@@ -170,7 +170,11 @@ func (s *Server) apply(r *request) error {
 		msgs = append(msgs, it.Kind+" "+it.Name+" "+it.Action+", version "+itoa(it.ResourceVersion))
 	}
 	to := "/ui/t/" + url.PathEscape(r.tenant()) + "/policies"
-	if len(c.Results) == 1 {
+	switch {
+	case !e.New:
+		// Back to the page the text was edited on.
+		to = e.Href(r.tenant())
+	case len(c.Results) == 1:
 		it := c.Results[0]
 		to = objectHref(r.tenant(), it.Kind, it.Name, it.Namespace, groupOf(it.APIVersion))
 	}
