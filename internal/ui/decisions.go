@@ -20,7 +20,7 @@ var ranges = []struct {
 }
 
 // decisionFilters are the query parameters the table passes to the API.
-var decisionFilters = []string{"verdict", "cluster", "namespace", "policy", "user", "kind"}
+var decisionFilters = []string{"verdict", "cluster", "namespace", "policy", "user", "operation", "resource", "kind"}
 
 type decisionsPage struct {
 	Range    string

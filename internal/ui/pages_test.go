@@ -178,8 +178,13 @@ func TestOperatorWalk(t *testing.T) {
 	if !strings.Contains(page, "mallory") || !strings.Contains(page, "data-chart=") || !strings.Contains(page, ">no-bad</a>: 1") {
 		t.Errorf("decisions page:\n%s", page)
 	}
-	if _, page = b.get("/ui/t/a/decisions?verdict=allowed"); strings.Contains(page, "mallory") {
-		t.Error("the verdict filter lets a denial through")
+	for _, q := range []string{"verdict=allowed", "operation=DELETE", "resource=deployments", "user=bob", "cluster=dev", "policy=other", "namespace=x", "kind=Deployment"} {
+		if _, page = b.get("/ui/t/a/decisions?" + q); strings.Contains(page, "mallory") {
+			t.Errorf("the filter %s lets a decision through that it should not", q)
+		}
+	}
+	if _, page = b.get("/ui/t/a/decisions?operation=CREATE&resource=pods&user=mallory&verdict=denied"); !strings.Contains(page, "mallory") {
+		t.Error("the filters leave out a decision that matches them all")
 	}
 	link := regexp.MustCompile(`href="(/ui/t/a/decisions/` + d + `\?at=[^"]+)"`).FindStringSubmatch(page)
 	if _, page = b.get("/ui/t/a/decisions?range=1h"); link == nil {
