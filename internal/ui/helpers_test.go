@@ -31,7 +31,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // env is the UI in front of a real admin API on a fresh database, with
 // tenants a and b and a token of each kind.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	ui      *Server
 	api     *api.Server
 	srv     *httptest.Server
@@ -41,7 +41,7 @@ type env struct {
 	operator, adminA, viewerA, adminB string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)

@@ -175,8 +175,13 @@ func TestOperatorWalk(t *testing.T) {
 	d := recordDenial(t, e)
 	code, page = b.get("/ui/t/a/decisions?range=1h")
 	mustStatus(t, "decisions", code, 200, page)
-	if !strings.Contains(page, "mallory") || !strings.Contains(page, "data-chart=") || !strings.Contains(page, ">no-bad</a>: 1") {
+	if !strings.Contains(page, "mallory") || !strings.Contains(page, `hx-get="/ui/t/a/decisions/summary?range=1h"`) {
 		t.Errorf("decisions page:\n%s", page)
+	}
+	code, page = b.get("/ui/t/a/decisions/summary?range=1h")
+	mustStatus(t, "decisions summary", code, 200, page)
+	if !strings.Contains(page, "data-chart=") || !strings.Contains(page, ">no-bad</a>: 1") || !strings.Contains(page, "1 requests, 1 denied") {
+		t.Errorf("decisions summary:\n%s", page)
 	}
 	for _, q := range []string{"verdict=allowed", "operation=DELETE", "resource=deployments", "user=bob", "cluster=dev", "policy=other", "namespace=x", "kind=Deployment"} {
 		if _, page = b.get("/ui/t/a/decisions?" + q); strings.Contains(page, "mallory") {

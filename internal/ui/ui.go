@@ -78,6 +78,7 @@ func (s *Server) routes() []route {
 		{"GET /ui/t/{tenant}/test", signedIn, s.testPage},
 		{"POST /ui/t/{tenant}/test", signedIn, s.runTest},
 		{"GET /ui/t/{tenant}/decisions", signedIn, s.decisions},
+		{"GET /ui/t/{tenant}/decisions/summary", signedIn, s.decisionsSummary},
 		{"GET /ui/t/{tenant}/decisions/{id}", signedIn, s.decision},
 		{"GET /ui/t/{tenant}/audit", signedIn, s.audit},
 	}
