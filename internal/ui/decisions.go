@@ -142,25 +142,33 @@ func compare(a, b string) int {
 	return 0
 }
 
-// decision shows one decision. The API lists decisions by time, so the
-// page asks for the one microsecond (the stored precision) of ?at= and
-// picks the id.
-func (s *Server) decision(r *request) error {
-	t, id := r.tenant(), r.r.PathValue("id")
-	at, err := time.Parse(time.RFC3339Nano, r.r.URL.Query().Get("at"))
+// findDecision finds one decision. The API lists decisions by time, so
+// it asks for the one microsecond (the stored precision) of at and picks
+// the id.
+func findDecision(r *request, id, atText string) (decision, error) {
+	at, err := time.Parse(time.RFC3339Nano, atText)
 	if err != nil {
-		return badRequest("the link to a decision needs its time (?at=)")
+		return decision{}, badRequest("the link to a decision needs its time (?at=)")
 	}
 	q := url.Values{"since": {at.Format(time.RFC3339Nano)}, "until": {at.Add(time.Microsecond).Format(time.RFC3339Nano)},
 		"limit": {"500"}}
 	var l list[decision]
-	if err := r.api("GET", p("tenants", t, "decisions"), q, nil, &l); err != nil {
-		return err
+	if err := r.api("GET", p("tenants", r.tenant(), "decisions"), q, nil, &l); err != nil {
+		return decision{}, err
 	}
 	for _, d := range l.Items {
 		if d.ID == id {
-			return r.page("decision", r.view("Decision "+d.ID, "decisions", d))
+			return d, nil
 		}
 	}
-	return notFound("no decision %s at %s", id, at.Format(time.RFC3339Nano))
+	return decision{}, notFound("no decision %s at %s", id, at.Format(time.RFC3339Nano))
+}
+
+// decision shows one decision.
+func (s *Server) decision(r *request) error {
+	d, err := findDecision(r, r.r.PathValue("id"), r.r.URL.Query().Get("at"))
+	if err != nil {
+		return err
+	}
+	return r.page("decision", r.view("Decision "+d.ID, "decisions", d))
 }

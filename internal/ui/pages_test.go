@@ -203,6 +203,17 @@ func TestOperatorWalk(t *testing.T) {
 	if !strings.Contains(page, "denied by no-bad") {
 		t.Errorf("decision page:\n%s", page)
 	}
+	again := regexp.MustCompile(`href="(/ui/t/a/test\?[^"]+)"`).FindStringSubmatch(page)
+	if again == nil {
+		t.Fatalf("no link to test the decision again:\n%s", page)
+	}
+	code, page = b.get(strings.ReplaceAll(again[1], "&amp;", "&"))
+	mustStatus(t, "test from a decision", code, 200, page)
+	for _, want := range []string{"Rebuilt from decision " + d, "&#34;username&#34;: &#34;mallory&#34;", `<option value="prod" selected>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("test page from a decision lacks %q:\n%s", want, page)
+		}
+	}
 
 	code, page = b.get("/ui/audit")
 	mustStatus(t, "audit", code, 200, page)

@@ -20,6 +20,9 @@ type testForm struct {
 	Objects  string
 	Mutate   bool
 	Result   *testResult
+	// FromDecision names the recorded decision the review was rebuilt
+	// from.
+	FromDecision string
 }
 
 type testResult struct {
@@ -44,7 +47,41 @@ func (s *Server) testPage(r *request) error {
 	if err != nil {
 		return err
 	}
-	return r.page("test", r.view("Test", "test", &testForm{Clusters: cs}))
+	form := &testForm{Clusters: cs}
+	if id := r.r.URL.Query().Get("decision"); id != "" {
+		d, err := findDecision(r, id, r.r.URL.Query().Get("at"))
+		if err != nil {
+			return err
+		}
+		form.Review, form.Cluster, form.Mutate, form.FromDecision = rebuildReview(d), d.Cluster, d.Endpoint == "mutate", d.ID
+	}
+	return r.page("test", r.view("Test", "test", form))
+}
+
+// rebuildReview is the AdmissionReview of a recorded decision, as far as
+// it was recorded: the request's metadata and user, but not the object,
+// which decisions do not keep; the page asks for it.
+func rebuildReview(d decision) string {
+	obj := map[string]any{"apiVersion": strings.TrimPrefix(d.Group+"/"+d.Version, "/"), "kind": d.Kind,
+		"metadata": map[string]any{"name": d.Name, "namespace": d.Namespace}}
+	req := map[string]any{
+		"uid":       d.UID,
+		"kind":      map[string]string{"group": d.Group, "version": d.Version, "kind": d.Kind},
+		"resource":  map[string]string{"group": d.Group, "version": d.Version, "resource": d.Resource},
+		"namespace": d.Namespace, "name": d.Name, "operation": d.Operation, "dryRun": d.DryRun,
+		"userInfo": map[string]any{"username": d.UserName, "groups": d.UserGroups},
+	}
+	if d.SubResource != "" {
+		req["subResource"] = d.SubResource
+	}
+	if d.Operation != "DELETE" {
+		req["object"] = obj
+	}
+	if d.Operation == "UPDATE" || d.Operation == "DELETE" {
+		req["oldObject"] = obj
+	}
+	b, _ := json.MarshalIndent(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}, "", "  ")
+	return string(b)
 }
 
 var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)

@@ -1,9 +1,6 @@
 package ui
 
-import (
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // The wire types the UI reads, decoded from the admin API's JSON. Most
 // are internal/apiv1's; decisions and audit entries are declared by their
@@ -118,5 +115,4 @@ type object struct {
 		ResourceVersion   string    `json:"resourceVersion"`
 		CreationTimestamp time.Time `json:"creationTimestamp"`
 	} `json:"metadata"`
-	raw json.RawMessage
 }
