@@ -59,6 +59,10 @@ function review(uid, bad) {
   }, null, 2);
 }
 
+// The screenshots docs/ui.md shows.
+const docShots = new Set(["login", "tenants", "clusters", "onboarding", "policies", "policy-error", "policy", "diff",
+  "test", "decisions", "decision", "audit"]);
+
 let browser, context, page;
 const cspViolations = [];
 
@@ -87,7 +91,7 @@ async function check(name) {
     `${name}: axe-core violations`);
   assert.equal(await page.locator("h1").count(), 1, `${name}: one <h1>`);
   assert.deepEqual(cspViolations, [], `${name}: CSP violations`);
-  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: false });
+  if (SHOTS && docShots.has(name)) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: false });
 }
 
 async function download(linkName) {
@@ -191,6 +195,8 @@ test("the web UI end to end", async (t) => {
     await page.getByText("ValidatingAdmissionPolicy no-bad created").waitFor();
 
     await page.getByRole("navigation").getByRole("link", { name: "Policies" }).click();
+    await page.getByRole("link", { name: "no-bad" }).first().waitFor();
+    await check("policies");
     await page.getByRole("link", { name: "no-bad" }).first().click();
     await page.locator(".cm-content").waitFor();
     await setEditor(policy.replace("are refused", "are refused here"));
@@ -247,6 +253,15 @@ test("the web UI end to end", async (t) => {
     await page.getByRole("heading", { name: /^Decision / }).waitFor();
     assert.match(await page.locator("dl.facts").innerText(), /denied/);
     await check("decision");
+    await page.getByRole("link", { name: "Test this request again" }).click();
+    await page.getByText(/Rebuilt from decision/).waitFor();
+    await check("test-from-decision");
+    await page.goto(`${UI_URL}/ui/t/shop/decisions/summary?range=1h`);
+    await page.locator("#chart canvas").first().waitFor();
+    await check("decisions-summary");
+    await page.goto(`${UI_URL}/ui/clusters`);
+    await page.getByRole("link", { name: "shop" }).waitFor();
+    await check("pick-tenant");
   });
 
   await t.test("audit, then sign out", async () => {
