@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"net/url"
 	"slices"
 	"time"
@@ -119,10 +120,7 @@ func (s *Server) decisionsSummary(r *request) error {
 		pg.Top = append(pg.Top, policyCount{p, n})
 	}
 	slices.SortFunc(pg.Top, func(a, b policyCount) int {
-		if a.Count != b.Count {
-			return int(b.Count - a.Count)
-		}
-		return compare(a.Policy, b.Policy)
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Policy, b.Policy))
 	})
 	pg.Top = pg.Top[:min(len(pg.Top), 10)]
 	v := r.view("Decisions summary", "decisions", pg)
@@ -130,16 +128,6 @@ func (s *Server) decisionsSummary(r *request) error {
 		return r.fragment("decisions_summary", "summary", v)
 	}
 	return r.page("decisions_summary", v)
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // findDecision finds one decision. The API lists decisions by time, so

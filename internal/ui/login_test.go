@@ -150,3 +150,12 @@ func TestSecurityHeaders(t *testing.T) {
 		}
 	}
 }
+
+func TestLargeFormRefused(t *testing.T) {
+	e := newEnv(t)
+	b := e.signIn(e.operator)
+	code, page := b.post("/ui/t/a/validate", url.Values{"yaml": {strings.Repeat("x", maxFormBytes)}})
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(page, "the form is larger than 8 MiB") {
+		t.Fatalf("a form over the limit = %d:\n%.300s", code, page)
+	}
+}

@@ -10,6 +10,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -32,6 +33,11 @@ type Server struct {
 	throttle *throttle
 	pages    *pages
 }
+
+// maxFormBytes bounds a POST body, uploads included: the admin API's own
+// default body limit, and below net/http's 10 MiB for urlencoded forms, so
+// that the answer says which limit was hit.
+const maxFormBytes = 8 << 20
 
 // access is who may open a page; the API still decides what it shows.
 type access int
@@ -109,6 +115,25 @@ func (s *Server) Handler() (http.Handler, error) {
 	return securityHeaders(mux), nil
 }
 
+// parseForm reads a POST's form, urlencoded or multipart (files over 1 MiB
+// go to temporary files), and says clearly when it is too large.
+func parseForm(r *http.Request) error {
+	// ParseMultipartForm drops ParseForm's error on a urlencoded body, so
+	// that one is asked first.
+	err := r.ParseForm()
+	if err == nil {
+		err = r.ParseMultipartForm(1 << 20)
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil, errors.Is(err, http.ErrNotMultipart):
+		return nil
+	case errors.As(err, &tooLarge):
+		return &apiError{Code: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the form is larger than %d MiB", maxFormBytes>>20)}
+	}
+	return badRequest("reading the form: %v", err)
+}
+
 // securityHeaders sets the headers every answer carries. Scripts come only
 // from the gateway itself, never inline; CodeMirror sets inline styles,
 // hence style-src 'unsafe-inline'. No page may be framed.
@@ -155,6 +180,12 @@ func (s *Server) wrap(rt route) http.Handler {
 			return
 		}
 		if r.Method == http.MethodPost {
+			// Forms carry at most a policy set or an AdmissionReview.
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if err := parseForm(r); err != nil {
+				req.fail(err)
+				return
+			}
 			if err := s.checkCSRF(req); err != nil {
 				req.fail(err)
 				return
