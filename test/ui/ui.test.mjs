@@ -183,6 +183,9 @@ test("the web UI end to end", async (t) => {
     const err = page.locator("#check .field-errors li").first();
     await err.waitFor();
     assert.match(await err.innerText(), /line 14: documents\[0\]\.spec\.validations\[0\]\.expression: .*compilation failed/s);
+    // The editor marks the line too.
+    await page.locator(".cm-lint-marker-error").first().waitFor();
+    assert.match(await page.locator(".cm-line").filter({ has: page.locator(".cm-lintRange-error") }).first().innerText(), /expression:/);
     await check("policy-error");
     // The error's link moves the editor's cursor to the line.
     await page.getByRole("link", { name: "line 14" }).click();

@@ -30,7 +30,19 @@
     });
   }
 
-  function init(root) { initEditors(root); initCharts(root); }
+  // markErrors shows Validate's errors in the editor, at their lines.
+  function markErrors() {
+    var ta = document.getElementById("yaml");
+    var view = ta && editors.get(ta);
+    var check = document.getElementById("check");
+    if (!view || !check || !window.PortcullisCM.showErrors) return;
+    var errors = Array.prototype.map.call(check.querySelectorAll("a[data-line]"), function (a) {
+      return { line: parseInt(a.dataset.line, 10), message: a.dataset.message || "" };
+    });
+    window.PortcullisCM.showErrors(view, errors);
+  }
+
+  function init(root) { initEditors(root); initCharts(root); markErrors(); }
 
   // Confirmation before a destructive form is sent.
   document.addEventListener("submit", function (ev) {
