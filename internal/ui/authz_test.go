@@ -99,8 +99,10 @@ func TestTenantsAreIsolated(t *testing.T) {
 			t.Errorf("tenant b POST %s = %d, want 404", c.path, code)
 		}
 	}
-	if code, _ := b.get("/ui/tenants"); code != http.StatusForbidden {
-		t.Errorf("tenant admin GET /ui/tenants = %d, want 403", code)
+	for _, path := range []string{"/ui/tenants", "/ui/decisions/summary"} {
+		if code, _ := b.get(path); code != http.StatusForbidden {
+			t.Errorf("tenant admin GET %s = %d, want 403", path, code)
+		}
 	}
 	// The navigation of a tenant's user leads to its own tenant only.
 	for _, nav := range []string{"/ui/clusters", "/ui/policies", "/ui/decisions", "/ui/audit"} {

@@ -76,7 +76,7 @@ func TestOperatorWalk(t *testing.T) {
 	if _, page = b.get("/ui/tenants"); !strings.Contains(page, "Tenant c created.") || !strings.Contains(page, "Tenant C") {
 		t.Errorf("tenant c not listed after create:\n%s", page)
 	}
-	for _, nav := range []string{"/ui/clusters", "/ui/policies", "/ui/decisions"} {
+	for _, nav := range []string{"/ui/clusters", "/ui/policies"} {
 		code, page = b.get(nav)
 		mustStatus(t, nav, code, 200, page)
 		if !strings.Contains(page, `href="/ui/t/a/`) {
@@ -177,6 +177,17 @@ func TestOperatorWalk(t *testing.T) {
 	mustStatus(t, "decisions", code, 200, page)
 	if !strings.Contains(page, "mallory") || !strings.Contains(page, `hx-get="/ui/t/a/decisions/summary?range=1h"`) {
 		t.Errorf("decisions page:\n%s", page)
+	}
+	code, page = b.get("/ui/decisions")
+	mustStatus(t, "fleet decisions", code, 200, page)
+	if !strings.Contains(page, `hx-get="/ui/decisions/summary?range=24h"`) {
+		t.Errorf("fleet decisions page:\n%s", page)
+	}
+	code, page = b.get("/ui/decisions/summary?range=1h")
+	mustStatus(t, "fleet summary", code, 200, page)
+	if !strings.Contains(page, "1 requests, 1 denied, in 3 tenants") ||
+		!regexp.MustCompile(`<a href="/ui/t/a/decisions\?range=1h">a</a></th><td>1</td><td>1</td>`).MatchString(page) {
+		t.Errorf("fleet summary:\n%s", page)
 	}
 	code, page = b.get("/ui/t/a/decisions/summary?range=1h")
 	mustStatus(t, "decisions summary", code, 200, page)

@@ -61,7 +61,7 @@ function review(uid, bad) {
 
 // The screenshots docs/ui.md shows.
 const docShots = new Set(["login", "tenants", "clusters", "onboarding", "policies", "policy-error", "policy", "diff",
-  "test", "decisions", "decision", "audit"]);
+  "test", "decisions", "decision", "fleet", "audit"]);
 
 let browser, context, page;
 const cspViolations = [];
@@ -262,6 +262,10 @@ test("the web UI end to end", async (t) => {
     await page.goto(`${UI_URL}/ui/t/shop/decisions/summary?range=1h`);
     await page.locator("#chart canvas").first().waitFor();
     await check("decisions-summary");
+    await page.goto(`${UI_URL}/ui/decisions`);
+    await page.getByRole("rowheader", { name: "shop" }).waitFor();
+    await page.locator("#chart canvas").first().waitFor();
+    await check("fleet");
     await page.goto(`${UI_URL}/ui/clusters`);
     await page.getByRole("link", { name: "shop" }).waitFor();
     await check("pick-tenant");
