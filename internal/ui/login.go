@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -66,7 +67,7 @@ func (s *Server) home(r *request) error {
 	if r.sess.who.Operator() {
 		http.Redirect(r.w, r.r, "/ui/tenants", http.StatusSeeOther)
 	} else {
-		http.Redirect(r.w, r.r, "/ui/t/"+r.sess.who.Tenant+"/clusters", http.StatusSeeOther)
+		http.Redirect(r.w, r.r, "/ui/t/"+url.PathEscape(r.sess.who.Tenant)+"/clusters", http.StatusSeeOther)
 	}
 	return nil
 }
@@ -76,7 +77,7 @@ func (s *Server) home(r *request) error {
 func (s *Server) pickTenant(page, title string) func(*request) error {
 	return func(r *request) error {
 		if !r.sess.who.Operator() {
-			http.Redirect(r.w, r.r, "/ui/t/"+r.sess.who.Tenant+"/"+page, http.StatusSeeOther)
+			http.Redirect(r.w, r.r, "/ui/t/"+url.PathEscape(r.sess.who.Tenant)+"/"+page, http.StatusSeeOther)
 			return nil
 		}
 		var ts list[tenant]

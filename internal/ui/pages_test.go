@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"bytes"
 	"context"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -262,4 +264,30 @@ func recordDenial(t *testing.T, e *env) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestUploadReview runs Test with the review uploaded as a file, as the
+// page's file field sends it.
+func TestUploadReview(t *testing.T) {
+	e := newEnv(t)
+	b := e.signIn(e.operator)
+	if code, _ := b.post("/ui/t/a/clusters", url.Values{"name": {"prod"}, "auth": {"token"}}); code != 200 {
+		t.Fatal("create cluster")
+	}
+	if code, _ := b.post("/ui/t/a/apply", url.Values{"yaml": {policyYAML}}); code != 303 {
+		t.Fatal("apply")
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("csrf", b.csrf)
+	_ = mw.WriteField("cluster", "prod")
+	fw, _ := mw.CreateFormFile("file", "review.json")
+	_, _ = fw.Write([]byte(badPodReview))
+	_ = mw.Close()
+	req, _ := http.NewRequest("POST", e.srv.URL+"/ui/t/a/test", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	res, page := b.do(req)
+	if res.StatusCode != 200 || !strings.Contains(page, `<span class="verdict denied">denied</span>`) {
+		t.Fatalf("uploaded review = %d:\n%s", res.StatusCode, page)
+	}
 }
