@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -157,5 +158,26 @@ func TestLargeFormRefused(t *testing.T) {
 	code, page := b.post("/ui/t/a/validate", url.Values{"yaml": {strings.Repeat("x", maxFormBytes)}})
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(page, "the form is larger than 8 MiB") {
 		t.Fatalf("a form over the limit = %d:\n%.300s", code, page)
+	}
+}
+
+// TestRevokedTokenEndsSession: the session holds the token, and the API
+// checks it on every call, so revoking the token signs the browser out.
+func TestRevokedTokenEndsSession(t *testing.T) {
+	e := newEnv(t)
+	b := e.signIn(e.adminA)
+	who, err := e.api.Tokens.Authenticate(context.Background(), e.adminA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.api.Tokens.Revoke(context.Background(), 0, who.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := b.getRes("/ui/t/a/clusters")
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ui/login" {
+		t.Fatalf("after revocation: %d to %q, want 303 to /ui/login", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, _ := b.getRes("/ui/t/a/policies"); res.Header.Get("Location") != "/ui/login" {
+		t.Error("the session outlived its revoked token")
 	}
 }
