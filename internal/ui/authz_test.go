@@ -3,6 +3,7 @@ package ui
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -136,7 +137,18 @@ func TestEscaping(t *testing.T) {
 	_, test := op.post("/ui/t/a/test", url.Values{"cluster": {"prod"}, "review": {strings.Replace(badPodReview, "mallory", evil, 1)}})
 	_, bad := op.post("/ui/t/a/apply", url.Values{"yaml": {"kind: " + evil}})
 	_, missing := op.get("/ui/t/a/objects/ValidatingAdmissionPolicy/" + url.PathEscape(evil))
-	for name, page := range map[string]string{"tenants": tenants, "policy": policy, "test": test, "apply error": bad, "not found": missing} {
+	id := recordDenialBy(t, e, evil)
+	_, decisionsPage := op.get("/ui/t/a/decisions")
+	link := regexp.MustCompile(`href="(/ui/t/a/decisions/` + id + `\?at=[^"]+)"`).FindStringSubmatch(decisionsPage)
+	if link == nil {
+		t.Fatalf("no link to the decision:\n%s", decisionsPage)
+	}
+	_, decisionPage := op.get(strings.ReplaceAll(link[1], "&amp;", "&"))
+	if !strings.Contains(decisionsPage, "&lt;img src=x onerror=alert(1)&gt;") || !strings.Contains(decisionPage, "&lt;img src=x onerror=alert(1)&gt;") {
+		t.Error("the decisions pages do not show the user name as text")
+	}
+	for name, page := range map[string]string{"tenants": tenants, "policy": policy, "test": test, "apply error": bad, "not found": missing,
+		"decisions": decisionsPage, "decision": decisionPage} {
 		if strings.Contains(page, "<img") || strings.Contains(page, "<script>alert") {
 			t.Errorf("%s page holds unescaped markup:\n%s", name, page)
 		}

@@ -240,7 +240,10 @@ func TestOperatorWalk(t *testing.T) {
 
 // recordDenial stores a decision of tenant a's cluster prod through the
 // recorder, as the webhook would, and returns its id.
-func recordDenial(t *testing.T, e *env) string {
+func recordDenial(t *testing.T, e *env) string { return recordDenialBy(t, e, "mallory") }
+
+// recordDenialBy is recordDenial with the request's user name.
+func recordDenialBy(t *testing.T, e *env, user string) string {
 	t.Helper()
 	ctx := context.Background()
 	if err := (&decisions.Partitions{Pool: e.pool, Retention: 72 * time.Hour}).Maintain(ctx); err != nil {
@@ -257,7 +260,7 @@ func recordDenial(t *testing.T, e *env) string {
 	}
 	rec.Record(&decisions.Decision{ID: id, Time: time.Now().UTC(), Instance: "test", TenantID: e.tenantA, TenantName: "a",
 		ClusterID: clusterID, ClusterName: "prod", UID: "u1", Operation: "CREATE", Version: "v1", Resource: "pods", Kind: "Pod",
-		Namespace: "default", Name: "p", UserName: "mallory", Verdict: decisions.VerdictDenied, HTTPStatus: 200, Code: 403,
+		Namespace: "default", Name: "p", UserName: user, Verdict: decisions.VerdictDenied, HTTPStatus: 200, Code: 403,
 		Reason: "Forbidden", Message: "denied by no-bad",
 		Bindings: []decisions.BindingRecord{{Policy: "no-bad", Binding: "no-bad", Outcome: "Violation", Denied: true}}})
 	if err := rec.Close(ctx); err != nil {
