@@ -42,11 +42,11 @@ func TestViewerChangesNothing(t *testing.T) {
 	}{
 		{"/ui/t/a/apply", url.Values{"yaml": {changed}}},
 		{"/ui/t/a/validate", url.Values{"yaml": {changed}}},
-		{obj + "/rollback", url.Values{"version": {"1"}}},
+		{obj + "/rollback", url.Values{"version": {"1"}, "confirmed": {"yes"}}},
 		{"/ui/t/a/clusters", url.Values{"name": {"x"}, "auth": {"token"}}},
 		{"/ui/t/a/clusters/prod/credentials", url.Values{"auth": {"token"}}},
-		{"/ui/t/a/clusters/prod/credentials/1/revoke", nil},
-		{"/ui/t/a/clusters/prod/credentials/1/rotate", nil},
+		{"/ui/t/a/clusters/prod/credentials/1/revoke", url.Values{"confirmed": {"yes"}}},
+		{"/ui/t/a/clusters/prod/credentials/1/rotate", url.Values{"confirmed": {"yes"}}},
 		{"/ui/tenants", url.Values{"name": {"x"}}},
 	} {
 		code, page := v.post(c.path, c.form)

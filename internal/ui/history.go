@@ -86,6 +86,10 @@ func (s *Server) rollback(r *request) error {
 	if err != nil {
 		return badRequest("choose the version to roll back to")
 	}
+	if ok, err := r.confirmed("Roll "+e.Name+" back to version "+itoa(v)+"? This writes a new version equal to it.",
+		"Roll back", e.Href(r.tenant())); !ok {
+		return err
+	}
 	var out apiv1.ApplyItem
 	if err := r.api("POST", p("tenants", r.tenant(), "objects", e.Kind, e.Name, "rollback"), objectQuery(e.Namespace, e.Group),
 		apiv1.Rollback{ToVersion: v}, &out); err != nil {

@@ -128,16 +128,25 @@ func (s *Server) revokeCredential(r *request) error {
 	if err != nil {
 		return err
 	}
+	back := "/ui/t/" + url.PathEscape(t) + "/clusters"
+	if ok, err := r.confirmed("Revoke credential "+id+" of cluster "+cluster+"? Apiservers using it are refused at once.",
+		"Revoke", back); !ok {
+		return err
+	}
 	if err := r.api("DELETE", p("tenants", t, "clusters", cluster, "credentials", id), nil, nil, nil); err != nil {
 		return err
 	}
-	return r.redirect("/ui/t/"+url.PathEscape(t)+"/clusters", "Credential "+id+" of cluster "+cluster+" revoked.")
+	return r.redirect(back, "Credential "+id+" of cluster "+cluster+" revoked.")
 }
 
 func (s *Server) rotateCredential(r *request) error {
 	t, cluster := r.tenant(), r.r.PathValue("cluster")
 	id, err := credentialID(r)
 	if err != nil {
+		return err
+	}
+	if ok, err := r.confirmed("Rotate credential "+id+" of cluster "+cluster+"? A new credential is issued; the old one stops working after 24 hours.",
+		"Rotate", "/ui/t/"+url.PathEscape(t)+"/clusters"); !ok {
 		return err
 	}
 	in := apiv1.CredentialRotate{Grace: r.r.PostFormValue("grace")}

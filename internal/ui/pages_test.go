@@ -114,9 +114,19 @@ func TestOperatorWalk(t *testing.T) {
 	if id == nil {
 		t.Fatal("no rotate form")
 	}
-	code, page = b.post("/ui/t/a/clusters/prod/credentials/"+id[1]+"/rotate", nil)
-	mustStatus(t, "rotate", code, 200, page)
+	// Without JavaScript's dialog, the server asks first and changes
+	// nothing.
 	code, page = b.post("/ui/t/a/clusters/prod/credentials/"+id[1]+"/revoke", nil)
+	mustStatus(t, "revoke unconfirmed", code, 200, page)
+	if !strings.Contains(page, "Revoke credential "+id[1]+" of cluster prod?") || !strings.Contains(page, `name="confirmed" value="yes"`) {
+		t.Errorf("revoke without confirmation:\n%s", page)
+	}
+	if _, page = b.get("/ui/t/a/clusters"); !strings.Contains(page, "/credentials/"+id[1]+"/revoke") {
+		t.Errorf("an unconfirmed revoke revoked:\n%s", page)
+	}
+	code, page = b.post("/ui/t/a/clusters/prod/credentials/"+id[1]+"/rotate", url.Values{"confirmed": {"yes"}})
+	mustStatus(t, "rotate", code, 200, page)
+	code, page = b.post("/ui/t/a/clusters/prod/credentials/"+id[1]+"/revoke", url.Values{"confirmed": {"yes"}})
 	mustStatus(t, "revoke", code, 303, page)
 
 	// A deliberate error: the expression does not compile. The error is
@@ -153,6 +163,11 @@ func TestOperatorWalk(t *testing.T) {
 		t.Errorf("diff:\n%s", page)
 	}
 	code, page = b.post(obj+"/rollback", url.Values{"version": {vs[1][1]}})
+	mustStatus(t, "rollback unconfirmed", code, 200, page)
+	if !strings.Contains(page, `<input type="hidden" name="version" value="`+vs[1][1]+`">`) {
+		t.Errorf("the rollback's confirmation does not carry the version:\n%s", page)
+	}
+	code, page = b.post(obj+"/rollback", url.Values{"version": {vs[1][1]}, "confirmed": {"yes"}})
 	mustStatus(t, "rollback", code, 303, page)
 	if _, page = b.get(obj); strings.Contains(page, "really bad pods") || !strings.Contains(page, "rolled back to version") {
 		t.Errorf("after the rollback the policy is not the first version:\n%s", page)

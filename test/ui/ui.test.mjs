@@ -125,10 +125,24 @@ function sendReview(token, body) {
   });
 }
 
+// diag runs a step; on failure it adds the page's URL and text to the
+// error, so that a failure in CI says what the browser showed.
+function diag(fn) {
+  return async () => {
+    try {
+      await fn();
+    } catch (err) {
+      const text = await page.locator("main").innerText().catch(() => "(no main)");
+      err.message += `\n--- page ${page.url()}:\n${text.slice(0, 3000)}`;
+      throw err;
+    }
+  };
+}
+
 test("the web UI end to end", async (t) => {
   let kubeToken;
 
-  await t.test("sign in with the keyboard", async () => {
+  await t.test("sign in with the keyboard", diag(async () => {
     await page.goto(`${UI_URL}/ui/tenants`);
     assert.match(page.url(), /\/ui\/login$/);
     await check("login");
@@ -141,9 +155,9 @@ test("the web UI end to end", async (t) => {
     await page.keyboard.press("Enter");
     await page.waitForURL(/\/ui\/tenants$/);
     await check("tenants");
-  });
+  }));
 
-  await t.test("create a tenant and a cluster, download its files", async () => {
+  await t.test("create a tenant and a cluster, download its files", diag(async () => {
     await page.getByLabel("Name", { exact: true }).fill("shop");
     await page.getByLabel("Display name (optional)").fill("Shop & Co <team>");
     await page.getByRole("button", { name: "Create tenant" }).click();
@@ -172,9 +186,9 @@ test("the web UI end to end", async (t) => {
     await page.getByRole("link", { name: "Back to the clusters" }).click();
     await page.getByRole("heading", { name: "prod" }).waitFor();
     await check("clusters");
-  });
+  }));
 
-  await t.test("apply a policy with an error, fix it, diff and roll back", async () => {
+  await t.test("apply a policy with an error, fix it, diff and roll back", diag(async () => {
     await page.getByRole("navigation").getByRole("link", { name: "Policies" }).click();
     await page.getByRole("link", { name: "New policy" }).click();
     await page.locator(".cm-content").waitFor();
@@ -217,9 +231,9 @@ test("the web UI end to end", async (t) => {
     await page.getByText(/rolled back to version \d+/).waitFor();
     assert.equal(await page.locator("table").filter({ hasText: "Versions of no-bad" }).locator("tbody tr").count(), 3);
     assert.doesNotMatch(await page.locator(".cm-content").innerText(), /are refused here/);
-  });
+  }));
 
-  await t.test("test a review and read the explain trace", async () => {
+  await t.test("test a review and read the explain trace", diag(async () => {
     await page.getByRole("navigation").getByRole("link", { name: "Test" }).click();
     await page.getByLabel("Cluster").selectOption("prod");
     await page.getByLabel("AdmissionReview (JSON or YAML)").fill(review("t1", true));
@@ -230,14 +244,15 @@ test("the web UI end to end", async (t) => {
     assert.match(trace, /Policy no-bad, binding no-bad/);
     assert.match(trace, /pods labelled bad=true are refused/);
     await check("test");
-  });
+  }));
 
-  await t.test("decisions appear after webhook requests", async () => {
+  await t.test("decisions appear after webhook requests", diag(async () => {
     const denied = await sendReview(kubeToken, review("w1", true));
     assert.equal(denied.response.allowed, false);
     const allowed = await sendReview(kubeToken, review("w2", false));
     assert.equal(allowed.response.allowed, true);
     await page.getByRole("navigation").getByRole("link", { name: "Decisions" }).click();
+    await page.waitForURL(/\/ui\/t\/shop\/decisions$/);
     const rows = page.locator("#table tbody tr");
     for (let i = 0; i < 50 && (await rows.filter({ hasText: "dev@example.com" }).count()) < 2; i++) {
       await page.waitForTimeout(200);
@@ -269,9 +284,9 @@ test("the web UI end to end", async (t) => {
     await page.goto(`${UI_URL}/ui/clusters`);
     await page.getByRole("link", { name: "shop" }).waitFor();
     await check("pick-tenant");
-  });
+  }));
 
-  await t.test("audit, then sign out", async () => {
+  await t.test("audit, then sign out", diag(async () => {
     await page.getByRole("navigation").getByRole("link", { name: "Audit" }).click();
     await page.getByRole("cell", { name: "ValidatingAdmissionPolicy" }).first().waitFor();
     await check("audit");
@@ -279,5 +294,5 @@ test("the web UI end to end", async (t) => {
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     await page.goto(`${UI_URL}/ui/t/shop/clusters`);
     assert.match(page.url(), /\/ui\/login$/);
-  });
+  }));
 });

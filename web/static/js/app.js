@@ -44,10 +44,17 @@
 
   function init(root) { initEditors(root); initCharts(root); markErrors(); }
 
-  // Confirmation before a destructive form is sent.
+  // Confirmation before a destructive form is sent. The server asks on a
+  // page of its own unless the form says it was confirmed here.
   document.addEventListener("submit", function (ev) {
     var f = ev.target;
-    if (f.dataset && f.dataset.confirm && !window.confirm(f.dataset.confirm)) ev.preventDefault();
+    if (!f.dataset || !f.dataset.confirm) return;
+    if (!window.confirm(f.dataset.confirm)) { ev.preventDefault(); return; }
+    if (!f.querySelector('input[name="confirmed"]')) {
+      var c = document.createElement("input");
+      c.type = "hidden"; c.name = "confirmed"; c.value = "yes";
+      f.appendChild(c);
+    }
   }, true);
 
   // "line N" links of a validation error move the editor's cursor there.
