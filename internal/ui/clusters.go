@@ -14,7 +14,15 @@ type clusterRow struct {
 	LastRequest       *decision
 }
 
+// clustersPage is the Clusters page; like the Tenants page, its decision
+// counts come with ?counts=1, which htmx asks for after the page.
+type clustersPage struct {
+	Rows    []clusterRow
+	Counted bool
+}
+
 func (s *Server) clusters(r *request) error {
+	counted := r.r.URL.Query().Get("counts") == "1"
 	t := r.tenant()
 	var cs list[apiv1.Cluster]
 	if err := r.api("GET", p("tenants", t, "clusters"), url.Values{"limit": {"1000"}}, nil, &cs); err != nil {
@@ -28,6 +36,9 @@ func (s *Server) clusters(r *request) error {
 			return err
 		}
 		rows[i].Credentials = creds.Items
+		if !counted {
+			continue
+		}
 		var st decisionStats
 		if err := r.api("GET", p("tenants", t, "decisions", "stats"),
 			url.Values{"since": {"24h"}, "bucket": {"24h"}, "cluster": {c.Name}}, nil, &st); err != nil {
@@ -42,5 +53,5 @@ func (s *Server) clusters(r *request) error {
 			rows[i].LastRequest = &last.Items[0]
 		}
 	}
-	return r.page("clusters", r.view("Clusters", "clusters", rows))
+	return r.page("clusters", r.view("Clusters", "clusters", clustersPage{Rows: rows, Counted: counted}))
 }

@@ -78,6 +78,10 @@ func TestOperatorWalk(t *testing.T) {
 	if _, page = b.get("/ui/tenants"); !strings.Contains(page, "Tenant c created.") || !strings.Contains(page, "Tenant C") {
 		t.Errorf("tenant c not listed after create:\n%s", page)
 	}
+	if _, page = b.get("/ui/tenants?counts=1"); !strings.Contains(page, `<td><a href="/ui/t/c/decisions">0</a></td>`) ||
+		strings.Contains(page, "hx-get") {
+		t.Errorf("tenants with counts:\n%s", page)
+	}
 	for _, nav := range []string{"/ui/clusters", "/ui/policies"} {
 		code, page = b.get(nav)
 		mustStatus(t, nav, code, 200, page)
@@ -190,6 +194,9 @@ func TestOperatorWalk(t *testing.T) {
 
 	// Decisions and one decision's page.
 	d := recordDenial(t, e)
+	if _, page = b.get("/ui/t/a/clusters?counts=1"); !strings.Contains(page, "<dt>Denials (24 h)</dt><dd>1</dd>") {
+		t.Errorf("clusters with counts:\n%s", page)
+	}
 	code, page = b.get("/ui/t/a/decisions?range=1h")
 	mustStatus(t, "decisions", code, 200, page)
 	if !strings.Contains(page, "mallory") || !strings.Contains(page, `hx-get="/ui/t/a/decisions/summary?range=1h"`) {

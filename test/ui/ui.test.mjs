@@ -154,6 +154,7 @@ test("the web UI end to end", async (t) => {
     await page.keyboard.press("Tab");
     await page.keyboard.press("Enter");
     await page.waitForURL(/\/ui\/tenants$/);
+    await page.getByText("Counting the decisions").waitFor({ state: "detached" });
     await check("tenants");
   }));
 
@@ -185,6 +186,7 @@ test("the web UI end to end", async (t) => {
     assert.match(wh.text, /ValidatingWebhookConfiguration/);
     await page.getByRole("link", { name: "Back to the clusters" }).click();
     await page.getByRole("heading", { name: "prod" }).waitFor();
+    await page.getByText("Requests (24 h)").waitFor();
     await check("clusters");
   }));
 
