@@ -6,7 +6,7 @@ TEST_MODULES := test/differential test/chart test/catalog
 # kube-apiserver (make e2e); both are linted but not run by make test.
 LINT_MODULES := $(TEST_MODULES) test/load test/e2e
 
-.PHONY: run test lint bench build db-stop clean e2e
+.PHONY: run test test-ui ui-screenshots web-bundle lint bench build db-stop clean e2e
 
 run:
 	@scripts/ensure-postgres.sh
@@ -18,7 +18,7 @@ build:
 # The packages with concurrent code (caches, the recorder, the webhook, the
 # evaluator's shared snapshots) run under the race detector; the rest run
 # once without it. Lint is part of the test: CI runs only `make test`.
-RACE_PKGS := evaluator policystore inventory tenancy decisions webhook
+RACE_PKGS := evaluator policystore inventory tenancy decisions webhook ui
 RACE_RE   := /internal/($(subst $(eval) ,|,$(strip $(RACE_PKGS))))(/|$$)
 
 test: lint bin/helm
@@ -28,6 +28,28 @@ test: lint bin/helm
 	@for m in $(TEST_MODULES); do \
 	  if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
+	@$(MAKE) --no-print-directory test-ui
+
+# The web UI in a real browser (Debian's chromium, playwright-core and
+# axe-core from test/ui's lockfile) against a real gateway and PostgreSQL.
+# The test is built only with -tags browser, so plain `go test ./...`
+# needs no browser.
+test-ui:
+	@scripts/ensure-postgres.sh
+	@scripts/ensure-browser.sh
+	$(GO) test -tags browser -count=1 -timeout 5m -run '^TestBrowserUI$$' ./cmd/gateway
+
+# The browser suite again, saving the screenshots of docs/ui.md.
+ui-screenshots:
+	@scripts/ensure-postgres.sh
+	@scripts/ensure-browser.sh
+	SHOTS=$(CURDIR)/docs/ui $(GO) test -tags browser -count=1 -timeout 5m -run '^TestBrowserUI$$' ./cmd/gateway
+
+# Rebuilds web/static/vendor (CodeMirror bundle, htmx, uPlot, licences,
+# SHA256SUMS) from web/build's lockfile. The output is committed: building
+# and running the gateway needs no Node.
+web-bundle:
+	web/build/build.sh
 
 # A real kube-apiserver, configured only with what `admin cluster create`
 # writes, as the gateway's client (docs/development.md). The first run

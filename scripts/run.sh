@@ -179,6 +179,7 @@ Portcullis is running.
 
   webhook   $WEBHOOK_URL      (apiservers call /t/<tenant>/validate and /t/<tenant>/mutate)
   admin     $ADMIN_URL      (REST API under /api/v1, OpenAPI at /api/v1/openapi.json)
+  web UI    $ADMIN_URL/ui/  (docs/ui.md)
   metrics   http://$METRICS_ADDR       (/livez /readyz /metrics)
   CA file   $CA
   database  $PORTCULLIS_DATABASE_URL
@@ -192,6 +193,10 @@ samples/baseline, the catalog's Pod Security Standards (restricted, as
 warnings), and two sample reviews.
 Each answer is stored in the decisions table (see docs/decisions.md) and,
 under --decision-log, also logged as an "admission decision" line.
+
+Sign in to the web UI: open $ADMIN_URL/ui/ (the browser warns about the
+development certificate; its CA is $CA), and paste the operator token
+from $TOKEN_FILE into "Token". Tenant "demo" then shows every page with data.
 
 Try the admin CLI (bin/admin is logged in through $PORTCULLIS_CONFIG):
   export PORTCULLIS_CONFIG=$PORTCULLIS_CONFIG

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/api"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/ui"
 	"github.com/portcullis-dev/portcullis/internal/webhook"
 )
 
@@ -87,7 +89,16 @@ func (m *Main) setupAdminAPI() error {
 			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
 		},
 	}
-	m.AdminMux.Handle("/api/", m.AdminAPI.Handler())
+	api := m.AdminAPI.Handler()
+	m.AdminMux.Handle("/api/", api)
+	// The web UI calls the API's handler in-process with the signed-in
+	// user's token, so it has exactly the API's authorization.
+	web, err := (&ui.Server{API: api, Logger: m.Logger}).Handler()
+	if err != nil {
+		return fmt.Errorf("web UI: %w", err)
+	}
+	m.AdminMux.Handle("/ui/", web)
+	m.AdminMux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	return nil
 }
 

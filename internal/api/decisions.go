@@ -20,6 +20,8 @@ var decisionListParams = append(append([]param{}, decisionWindow...),
 	param{"namespace", "the request's namespace"},
 	param{"kind", "the object's kind (Pod)"},
 	param{"user", "the requesting user's name"},
+	param{"operation", "the request's operation (CREATE, UPDATE, DELETE, CONNECT)"},
+	param{"resource", "the request's resource (pods)"},
 	param{apiv1.QueryLimit, "page size (default 50, at most 500)"},
 	param{apiv1.QueryContinue, "the cursor returned as `continue` by the previous page"},
 )
@@ -42,6 +44,7 @@ func (s *Server) listDecisions(c *call) error {
 	f := decisions.Filter{
 		Verdict: c.query("verdict"), Cluster: c.query("cluster"), Policy: c.query("policy"),
 		Namespace: c.query("namespace"), Kind: c.query("kind"), User: c.query("user"),
+		Operation: c.query("operation"), Resource: c.query("resource"),
 		Cursor: c.query(apiv1.QueryContinue),
 	}
 	var err error

@@ -66,6 +66,7 @@ func TestDecisionRoutes(t *testing.T) {
 	for query, want := range map[string]int{
 		"?verdict=denied": 1, "?policy=no-privileged": 1, "?policy=require-team": 3, "?cluster=c1": 2,
 		"?since=90s": 1, "?until=90s": 2, "?user=bob": 0, "?namespace=shop&kind=Pod": 3,
+		"?operation=CREATE": 3, "?operation=DELETE": 0, "?resource=pods": 3, "?resource=deployments": 0,
 	} {
 		if p := list(e.operator, query); len(p.Items) != want {
 			t.Errorf("%s: %d items, want %d", query, len(p.Items), want)

@@ -45,6 +45,10 @@ var rules = []rule{
 	{pkgs("internal/cli"), pkgs("internal/policystore", "internal/inventory", "internal/tenancy", "internal/decisions",
 		"internal/evaluator", "internal/webhook", "internal/api"),
 		"the CLI talks to the admin API (wire types in internal/apiv1); only migrate and bootstrap use internal/database"},
+	{pkgs("internal/ui"), pkgs("internal/policystore", "internal/inventory", "internal/tenancy", "internal/decisions",
+		"internal/evaluator", "internal/webhook", "internal/api", "internal/adminauth", "internal/auditlog",
+		"internal/database", "github.com/jackc/pgx/v5"),
+		"the web UI calls the admin API's handler in-process (wire types in internal/apiv1), so the API alone authorizes"},
 }
 
 type pkg struct {

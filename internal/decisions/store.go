@@ -64,6 +64,11 @@ type Filter struct {
 	User         string
 	Limit        int
 	Cursor       string
+
+	// Operation (CREATE, UPDATE, DELETE, CONNECT) and Resource (pods) are
+	// the request's.
+	Operation string
+	Resource  string
 }
 
 // cursor is the position after the last item of a page, newest first.
@@ -151,6 +156,12 @@ func (s *Store) List(ctx context.Context, tenantID int64, f Filter) (Page, error
 	}
 	if f.User != "" {
 		add("user_name = $%d", f.User)
+	}
+	if f.Operation != "" {
+		add("operation = $%d", f.Operation)
+	}
+	if f.Resource != "" {
+		add("resource = $%d", f.Resource)
 	}
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)

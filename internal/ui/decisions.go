@@ -1,0 +1,162 @@
+package ui
+
+import (
+	"cmp"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// ranges are the Decisions page's time windows, each with the bucket of
+// its chart (at most a few dozen points).
+var ranges = []struct {
+	Name   string
+	Window time.Duration
+	Bucket string
+}{
+	{"1h", time.Hour, "1m"},
+	{"24h", 24 * time.Hour, "1h"},
+	{"7d", 7 * 24 * time.Hour, "6h"},
+	{"30d", 30 * 24 * time.Hour, "24h"},
+}
+
+// decisionFilters are the query parameters the table passes to the API.
+var decisionFilters = []string{"verdict", "cluster", "namespace", "policy", "user", "operation", "resource", "kind"}
+
+type decisionsPage struct {
+	Range    string
+	Ranges   []string
+	Filter   map[string]string
+	Chart    chartData
+	Requests int64
+	Denials  int64
+	Top      []policyCount
+	Items    []decision
+	// Next is the query of the next page, empty on the last.
+	Next string
+}
+
+// chartData is what static/js/app.js draws with uPlot.
+type chartData struct {
+	Time     []int64 `json:"t"`
+	Requests []int64 `json:"requests"`
+	Denials  []int64 `json:"denials"`
+}
+
+type policyCount struct {
+	Policy string
+	Count  int64
+}
+
+// rangeOf reads ?range=, 24h by default.
+func rangeOf(r *request) (name, since, bucket string, names []string) {
+	rg := ranges[1]
+	for _, x := range ranges {
+		names = append(names, x.Name)
+		if x.Name == r.r.URL.Query().Get("range") {
+			rg = x
+		}
+	}
+	return rg.Name, r.s.Now().Add(-rg.Window).UTC().Format(time.RFC3339), rg.Bucket, names
+}
+
+// decisions is the table. The chart and the top denying policies come
+// from the summary, which htmx loads after the page: counting a range
+// reads every decision in it (about a second for 150,000), while a page of
+// the table is an index scan (BenchmarkDecisionsPage).
+func (s *Server) decisions(r *request) error {
+	t, q := r.tenant(), r.r.URL.Query()
+	pg := decisionsPage{Filter: map[string]string{}}
+	var since string
+	pg.Range, since, _, pg.Ranges = rangeOf(r)
+	lq := url.Values{"since": {since}, "limit": {"50"}}
+	for _, k := range decisionFilters {
+		if v := q.Get(k); v != "" {
+			pg.Filter[k] = v
+			lq.Set(k, v)
+		}
+	}
+	if c := q.Get("continue"); c != "" {
+		lq.Set("continue", c)
+	}
+	var l list[decision]
+	if err := r.api("GET", p("tenants", t, "decisions"), lq, nil, &l); err != nil {
+		return err
+	}
+	pg.Items = l.Items
+	if l.Continue != "" {
+		nq := url.Values{"range": {pg.Range}, "continue": {l.Continue}}
+		for k, v := range pg.Filter {
+			nq.Set(k, v)
+		}
+		pg.Next = nq.Encode()
+	}
+	return r.page("decisions", r.view("Decisions", "decisions", pg))
+}
+
+// decisionsSummary is the chart and the top denying policies of a range
+// (and cluster): a fragment for htmx, or a page of its own.
+func (s *Server) decisionsSummary(r *request) error {
+	t := r.tenant()
+	var pg decisionsPage
+	var since, bucket string
+	pg.Range, since, bucket, pg.Ranges = rangeOf(r)
+	var st decisionStats
+	sq := url.Values{"since": {since}, "bucket": {bucket}}
+	if c := r.r.URL.Query().Get("cluster"); c != "" {
+		sq.Set("cluster", c)
+	}
+	if err := r.api("GET", p("tenants", t, "decisions", "stats"), sq, nil, &st); err != nil {
+		return err
+	}
+	var byPolicy map[string]int64
+	pg.Requests, pg.Denials, byPolicy = st.totals()
+	for _, b := range st.Buckets {
+		pg.Chart.Time = append(pg.Chart.Time, b.Start.Unix())
+		pg.Chart.Requests = append(pg.Chart.Requests, b.Total)
+		pg.Chart.Denials = append(pg.Chart.Denials, b.Verdicts["denied"]+b.Verdicts["rejected"])
+	}
+	for p, n := range byPolicy {
+		pg.Top = append(pg.Top, policyCount{p, n})
+	}
+	slices.SortFunc(pg.Top, func(a, b policyCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Policy, b.Policy))
+	})
+	pg.Top = pg.Top[:min(len(pg.Top), 10)]
+	v := r.view("Decisions summary", "decisions", pg)
+	if r.htmx() {
+		return r.fragment("decisions_summary", "summary", v)
+	}
+	return r.page("decisions_summary", v)
+}
+
+// findDecision finds one decision. The API lists decisions by time, so
+// it asks for the one microsecond (the stored precision) of at and picks
+// the id.
+func findDecision(r *request, id, atText string) (decision, error) {
+	at, err := time.Parse(time.RFC3339Nano, atText)
+	if err != nil {
+		return decision{}, badRequest("the link to a decision needs its time (?at=)")
+	}
+	q := url.Values{"since": {at.Format(time.RFC3339Nano)}, "until": {at.Add(time.Microsecond).Format(time.RFC3339Nano)},
+		"limit": {"500"}}
+	var l list[decision]
+	if err := r.api("GET", p("tenants", r.tenant(), "decisions"), q, nil, &l); err != nil {
+		return decision{}, err
+	}
+	for _, d := range l.Items {
+		if d.ID == id {
+			return d, nil
+		}
+	}
+	return decision{}, notFound("no decision %s at %s", id, at.Format(time.RFC3339Nano))
+}
+
+// decision shows one decision.
+func (s *Server) decision(r *request) error {
+	d, err := findDecision(r, r.r.PathValue("id"), r.r.URL.Query().Get("at"))
+	if err != nil {
+		return err
+	}
+	return r.page("decision", r.view("Decision "+d.ID, "decisions", d))
+}

@@ -1,0 +1,89 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+func (s *Server) loginPage(r *request) error {
+	if r.sess != nil {
+		http.Redirect(r.w, r.r, "/ui/", http.StatusSeeOther)
+		return nil
+	}
+	return s.renderLogin(r, http.StatusOK, nil)
+}
+
+// renderLogin shows the sign-in form with a fresh CSRF token in its
+// double-submit cookie.
+func (s *Server) renderLogin(r *request, code int, e *apiError) error {
+	token := randomString()
+	setCookie(r.w, loginCSRFCookie, token, time.Hour)
+	v := r.view("Sign in", "", nil)
+	v.CSRF, v.Error = token, e
+	return s.pages.render(r.w, code, "login", "layout", v)
+}
+
+func (s *Server) login(r *request) error {
+	addr := clientAddr(r.r)
+	if wait := s.throttle.wait(addr); wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		r.w.Header().Set("Retry-After", fmt.Sprint(secs))
+		return s.renderLogin(r, http.StatusTooManyRequests, &apiError{Code: http.StatusTooManyRequests,
+			Message: fmt.Sprintf("Too many failed sign-ins from your address. Wait %d seconds, then try again.", secs)})
+	}
+	token := strings.TrimSpace(r.r.PostFormValue("token"))
+	var who whoAmI
+	err := s.call(r.r.Context(), token, "GET", p("whoami"), nil, nil, &who)
+	var e *apiError
+	if errors.As(err, &e) && e.Code == http.StatusUnauthorized || token == "" {
+		s.throttle.fail(addr)
+		return s.renderLogin(r, http.StatusUnauthorized, &apiError{Code: http.StatusUnauthorized,
+			Message: "Sign-in failed: that token is not valid. It may be mistyped, expired or revoked."})
+	}
+	if err != nil {
+		return err
+	}
+	s.throttle.succeed(addr)
+	sess := s.sessions.create(token, who, s.SessionTTL)
+	setCookie(r.w, sessionCookie, sess.id, sess.expires.Sub(s.Now()))
+	setCookie(r.w, loginCSRFCookie, "", 0)
+	http.Redirect(r.w, r.r, "/ui/", http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) logout(r *request) error {
+	s.sessions.delete(r.sess.id)
+	setCookie(r.w, sessionCookie, "", 0)
+	r.sess = nil
+	return s.renderLogin(r, http.StatusOK, nil)
+}
+
+func (s *Server) home(r *request) error {
+	if r.sess.who.Operator() {
+		http.Redirect(r.w, r.r, "/ui/tenants", http.StatusSeeOther)
+	} else {
+		http.Redirect(r.w, r.r, "/ui/t/"+url.PathEscape(r.sess.who.Tenant)+"/clusters", http.StatusSeeOther)
+	}
+	return nil
+}
+
+// pickTenant serves a navigation entry without a tenant: a tenant's user
+// goes to their tenant's page, an operator chooses the tenant.
+func (s *Server) pickTenant(page, title string) func(*request) error {
+	return func(r *request) error {
+		if !r.sess.who.Operator() {
+			http.Redirect(r.w, r.r, "/ui/t/"+url.PathEscape(r.sess.who.Tenant)+"/"+page, http.StatusSeeOther)
+			return nil
+		}
+		var ts list[tenant]
+		if err := r.api("GET", p("tenants"), nil, nil, &ts); err != nil {
+			return err
+		}
+		return r.page("pick", r.view(title, page, map[string]any{"Tenants": ts.Items, "Page": page}))
+	}
+}

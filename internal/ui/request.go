@@ -1,0 +1,118 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// request is one page request.
+type request struct {
+	s    *Server
+	w    http.ResponseWriter
+	r    *http.Request
+	sess *session
+}
+
+// view is what every page template gets.
+type view struct {
+	// Title is the page's one <h1> and its <title>.
+	Title string
+	// Nav is the navigation entry of the page.
+	Nav    string
+	Who    whoAmI
+	Signed bool
+	CSRF   string
+	// Tenant is the tenant the page is about, for the navigation links.
+	Tenant string
+	Flash  string
+	Error  *apiError
+	Data   any
+}
+
+func (r *request) tenant() string { return r.r.PathValue("tenant") }
+
+// api calls the admin API as the signed-in user.
+func (r *request) api(method, path string, q url.Values, body, out any) error {
+	return r.s.call(r.r.Context(), r.sess.token, method, path, q, body, out)
+}
+
+func (r *request) htmx() bool { return r.r.Header.Get("HX-Request") == "true" }
+
+func (r *request) view(title, nav string, data any) *view {
+	v := &view{Title: title, Nav: nav, Data: data, Tenant: r.tenant()}
+	if r.sess != nil {
+		v.Signed, v.Who, v.CSRF = true, r.sess.who, r.sess.csrf
+		if v.Tenant == "" {
+			v.Tenant = r.sess.who.Tenant
+		}
+		v.Flash = r.s.sessions.takeFlash(r.sess)
+	}
+	return v
+}
+
+// page renders a whole page with status 200.
+func (r *request) page(name string, v *view) error {
+	return r.s.pages.render(r.w, http.StatusOK, name, "layout", v)
+}
+
+// fragment renders one template of a page, for an htmx swap.
+func (r *request) fragment(page, name string, v *view) error {
+	return r.s.pages.render(r.w, http.StatusOK, page, name, v)
+}
+
+// redirect answers a POST with 303 to a page, carrying a one-time message.
+func (r *request) redirect(to, flash string) error {
+	if flash != "" && r.sess != nil {
+		r.s.sessions.setFlash(r.sess, flash)
+	}
+	if r.htmx() {
+		r.w.Header().Set("HX-Location", to)
+		r.w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	http.Redirect(r.w, r.r, to, http.StatusSeeOther)
+	return nil
+}
+
+func notFound(format string, args ...any) error {
+	return &apiError{Code: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+func forbidden(msg string) error {
+	return &apiError{Code: http.StatusForbidden, Message: msg}
+}
+
+func badRequest(format string, args ...any) error {
+	return &apiError{Code: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// fail renders an error. A token the API no longer accepts (revoked or
+// expired) ends the session.
+func (r *request) fail(err error) {
+	var e *apiError
+	if !errors.As(err, &e) {
+		r.s.Logger.Error("UI error", "method", r.r.Method, "path", r.r.URL.Path, "error", err)
+		e = &apiError{Code: http.StatusInternalServerError, Message: "something went wrong on the server; it has been logged"}
+	}
+	if e.Code == http.StatusUnauthorized && r.sess != nil {
+		r.s.sessions.delete(r.sess.id)
+		setCookie(r.w, sessionCookie, "", 0)
+		r.redirect("/ui/login", "")
+		return
+	}
+	title := http.StatusText(e.Code)
+	if title == "" {
+		title = "Error"
+	}
+	v := r.view(title, "", nil)
+	v.Error = e
+	if r.htmx() {
+		// htmx does not swap error answers by default; the error fragment
+		// is sent with 200 and says what went wrong in place.
+		_ = r.s.pages.render(r.w, http.StatusOK, "error", "message", v)
+		return
+	}
+	_ = r.s.pages.render(r.w, e.Code, "error", "layout", v)
+}
