@@ -2,10 +2,12 @@
 SHELL := /usr/bin/env bash
 GO    ?= go
 TEST_MODULES := test/differential test/chart
-# test/load is a benchmark (make bench); it is linted but not run by make test.
+# test/load is a benchmark (make bench) and the drills (make drills); it is
+# linted, and make test runs only its fast drills.
 LINT_MODULES := $(TEST_MODULES) test/load
+FAST_DRILLS  := ^TestDrill(ColdStart|Revocation)$$
 
-.PHONY: run test lint bench build db-stop clean
+.PHONY: run test lint bench drills build db-stop clean
 
 run:
 	@scripts/ensure-postgres.sh
@@ -27,6 +29,8 @@ test: lint bin/helm
 	@for m in $(TEST_MODULES); do \
 	  if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
+	@echo "== test/load (fast drills)"
+	cd test/load && PORTCULLIS_DRILLS=fast $(GO) test -count=1 -timeout 5m -run '$(FAST_DRILLS)' .
 
 bin/staticcheck: tools/go.mod tools/go.sum
 	$(GO) -C tools build -o ../bin/staticcheck honnef.co/go/tools/cmd/staticcheck
@@ -48,6 +52,11 @@ lint: bin/staticcheck
 # measured in the same run (see docs/benchmarks.md).
 bench:
 	@scripts/bench.sh
+
+# Production drills: two replicas, Postgres and HAProxy under load; each
+# prints its figure (docs/production.md, "Drills"). About 5 minutes, as root.
+drills:
+	@scripts/drills.sh
 
 db-stop:
 	@[ -x bin/devpg ] || $(GO) build -o bin/ ./hack/devpg
