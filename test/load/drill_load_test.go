@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -89,7 +88,6 @@ type load struct {
 	stop    chan struct{}
 	done    chan struct{}
 	wg      sync.WaitGroup
-	n       atomic.Int64
 
 	mu       sync.Mutex
 	outcomes []outcome
