@@ -2,11 +2,13 @@
 SHELL := /usr/bin/env bash
 GO    ?= go
 TEST_MODULES := test/differential test/chart test/catalog
-# test/load is a benchmark (make bench) and test/e2e runs a real
-# kube-apiserver (make e2e); both are linted but not run by make test.
+# test/load is a benchmark (make bench) and the drills (make drills), and
+# test/e2e runs a real kube-apiserver (make e2e); both are linted, and make
+# test runs only the fast drills.
 LINT_MODULES := $(TEST_MODULES) test/load test/e2e
+FAST_DRILLS  := ^TestDrill(ColdStart|Revocation)$$
 
-.PHONY: run test test-ui ui-screenshots web-bundle lint bench build db-stop clean e2e
+.PHONY: run test test-ui ui-screenshots web-bundle lint bench drills build db-stop clean e2e
 
 run:
 	@scripts/ensure-postgres.sh
@@ -28,6 +30,8 @@ test: lint bin/helm
 	@for m in $(TEST_MODULES); do \
 	  if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
+	@echo "== test/load (fast drills)"
+	cd test/load && PORTCULLIS_DRILLS=fast $(GO) test -count=1 -timeout 5m -run '$(FAST_DRILLS)' .
 	@$(MAKE) --no-print-directory test-ui
 
 # The web UI in a real browser (Debian's chromium, playwright-core and
@@ -78,6 +82,11 @@ lint: bin/staticcheck
 # measured in the same run (see docs/benchmarks.md).
 bench:
 	@scripts/bench.sh
+
+# Production drills: two replicas, Postgres and HAProxy under load; each
+# prints its figure (docs/production.md, "Drills"). About 5 minutes, as root.
+drills:
+	@scripts/drills.sh
 
 db-stop:
 	@[ -x bin/devpg ] || $(GO) build -o bin/ ./hack/devpg

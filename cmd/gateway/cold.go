@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync/atomic"
 
@@ -25,6 +27,18 @@ type coldGate struct {
 }
 
 func (g *coldGate) open() { g.opened.Store(true) }
+
+// servingCheck fails /readyz until the webhook gate opens. Between reaching
+// the database and opening the gate, a replica loads its credentials and
+// warms its policy cache (seconds with many tenants); without this check
+// /readyz said ready then, and a load balancer sent it requests it
+// answered 503 (seen in drill 6, docs/production.md).
+func (m *Main) servingCheck(context.Context) error {
+	if m.webhookGate == nil || !m.webhookGate.opened.Load() {
+		return errors.New("not serving yet: loading credentials and policies")
+	}
+	return nil
+}
 
 func (g *coldGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.opened.Load() {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,28 @@ func TestColdReplicaAnswers503AtOnce(t *testing.T) {
 	case err := <-runErr:
 		t.Fatalf("Run returned %v without a database", err)
 	default:
+	}
+}
+
+// /readyz said ready as soon as the database answered, while the webhook
+// still answered 503 for as long as loading credentials and warming the
+// policy cache took: ready only once the gate is open.
+func TestNotReadyUntilServing(t *testing.T) {
+	m := NewMain()
+	m.webhookGate = &coldGate{}
+	m.addReadyChecks()
+	m.dbReached.Store(true)
+	h := m.Health.Handler(m.Registry)
+	ready := func() (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := ready(); code != http.StatusServiceUnavailable || !strings.Contains(body, "not serving yet") {
+		t.Fatalf("database reached, gate closed: /readyz %d %q; want 503 saying why", code, body)
+	}
+	m.webhookGate.open()
+	if code, body := ready(); code != http.StatusOK {
+		t.Fatalf("gate open: /readyz %d %q; want 200", code, body)
 	}
 }

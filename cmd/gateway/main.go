@@ -136,6 +136,19 @@ type Main struct {
 	wg                               sync.WaitGroup
 }
 
+// addReadyChecks registers the checks /readyz runs from the start; the
+// components add theirs as they are wired.
+func (m *Main) addReadyChecks() {
+	m.Health.AddReadyCheck("shutdown", m.drainCheck)
+	m.Health.AddReadyCheck("database", func(context.Context) error {
+		if !m.dbReached.Load() {
+			return errors.New("database not reached yet")
+		}
+		return nil
+	})
+	m.Health.AddReadyCheck("serving", m.servingCheck)
+}
+
 // NewMain returns a Main with a JSON logger and an empty registry.
 func NewMain() *Main {
 	return &Main{
@@ -196,13 +209,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	// Health first, so /livez answers and /readyz says why it is not
 	// ready while the database is awaited.
-	m.Health.AddReadyCheck("shutdown", m.drainCheck)
-	m.Health.AddReadyCheck("database", func(context.Context) error {
-		if !m.dbReached.Load() {
-			return errors.New("database not reached yet")
-		}
-		return nil
-	})
+	m.addReadyChecks()
 	if err := m.serveOps(); err != nil {
 		return err
 	}

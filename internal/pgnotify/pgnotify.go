@@ -3,7 +3,8 @@
 //
 // Notifications sent while the connection is down are lost, so after every
 // (re)connect the listener calls its OnConnect hooks: subscribers use them to
-// resync whatever they cache.
+// resync whatever they cache. OnDisconnect hooks run as soon as a live
+// connection is lost: from then on what subscribers cache is unverified.
 package pgnotify
 
 import (
@@ -23,11 +24,21 @@ type Listener struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
 
-	mu        sync.Mutex
-	subs      map[string][]func(payload string)
-	onConnect []func()
-	connected bool
+	mu           sync.Mutex
+	subs         map[string][]func(payload string)
+	onConnect    []func()
+	onDisconnect []func()
+	connected    bool
 }
+
+// maxBackoff caps the wait between reconnection attempts. It bounds how
+// long after the database returns from an outage the listener (and so
+// every cache that resyncs on connect) catches up: with 5s, a policy
+// changed as the database returned took up to 5s to be enforced; with
+// 500ms, up to 0.9s in a drill (docs/production.md), too close to its 1s
+// target. An attempt against a database that is still down costs one
+// refused connection.
+const maxBackoff = 250 * time.Millisecond
 
 // New returns a listener that takes its connection from pool.
 func New(pool *pgxpool.Pool, logger *slog.Logger) *Listener {
@@ -53,6 +64,14 @@ func (l *Listener) OnConnect(fn func()) {
 	l.onConnect = append(l.onConnect, fn)
 }
 
+// OnDisconnect registers fn to run each time a live connection is lost.
+// Call it before Run.
+func (l *Listener) OnDisconnect(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onDisconnect = append(l.onDisconnect, fn)
+}
+
 // Connected reports whether the listener currently holds a live connection.
 func (l *Listener) Connected() bool {
 	l.mu.Lock()
@@ -63,26 +82,42 @@ func (l *Listener) Connected() bool {
 // Run listens until ctx ends, reconnecting with capped exponential backoff.
 func (l *Listener) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
+	var failures int
 	for {
-		err := l.session(ctx, func() { backoff = 100 * time.Millisecond })
-		l.setConnected(false)
+		err := l.session(ctx, func() { backoff, failures = 100*time.Millisecond, 0 })
+		if l.setConnected(false) && ctx.Err() == nil {
+			l.mu.Lock()
+			hooks := append([]func(){}, l.onDisconnect...)
+			l.mu.Unlock()
+			for _, h := range hooks {
+				h()
+			}
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		l.logger.Warn("notification listener disconnected; retrying", "error", err, "backoff", backoff.String())
+		// Attempts are frequent (maxBackoff): warn when the connection is
+		// lost, then about every 30s while it stays away.
+		if failures%(int(30*time.Second/maxBackoff)) == 0 {
+			l.logger.Warn("notification listener disconnected; retrying", "error", err,
+				"backoff", backoff.String(), "failed_attempts", failures)
+		}
+		failures++
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, maxBackoff)
 	}
 }
 
-func (l *Listener) setConnected(v bool) {
+// setConnected records v and reports whether it was connected before.
+func (l *Listener) setConnected(v bool) (was bool) {
 	l.mu.Lock()
-	l.connected = v
+	was, l.connected = l.connected, v
 	l.mu.Unlock()
+	return was
 }
 
 func (l *Listener) session(ctx context.Context, connected func()) error {

@@ -63,3 +63,36 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	var zero T
 	return zero
 }
+
+// The listener tells subscribers at once when its connection drops, and
+// reconnects within a second of the database's return however long it was
+// away (its backoff is capped).
+func TestDisconnectHookAndPromptReconnect(t *testing.T) {
+	pool := pgtest.Pool(t)
+	l := pgnotify.New(pool, nil)
+	connects := make(chan struct{}, 100)
+	disconnects := make(chan struct{}, 100)
+	l.Subscribe("things_changed", func(string) {})
+	l.OnConnect(func() { connects <- struct{}{} })
+	l.OnDisconnect(func() { disconnects <- struct{}{} })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, connects, "first connect")
+
+	pgtest.StopServer(t)
+	waitFor(t, disconnects, "the disconnect hook")
+	// Failed attempts double the backoff: 100ms, 200ms, ... 3.2s by now
+	// without a cap.
+	time.Sleep(6 * time.Second)
+	if n := len(disconnects); n != 0 {
+		t.Fatalf("%d more disconnect hooks while never connected; want 0", n)
+	}
+	pgtest.StartServer(t)
+	back := time.Now()
+	waitFor(t, connects, "reconnect")
+	if took := time.Since(back); took > time.Second {
+		t.Fatalf("reconnected %v after the database returned; want within 1s", took)
+	}
+}

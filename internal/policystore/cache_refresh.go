@@ -40,10 +40,13 @@ func (c *Cache) queueRefresh(tenantID int64) {
 
 // Subscribe registers the cache with the process's notification listener:
 // policy changes refresh the tenant at once, and every (re)connect resyncs,
-// since notifications sent while disconnected are lost.
+// since notifications sent while disconnected are lost. A lost connection
+// resyncs too, so that an outage shows in Staleness at once rather than at
+// the next periodic resync (up to ResyncInterval later).
 func (c *Cache) Subscribe(l *pgnotify.Listener) {
 	l.Subscribe(ChannelPolicies, c.notified)
 	l.OnConnect(c.Resync)
+	l.OnDisconnect(c.Resync)
 }
 
 func (c *Cache) notified(payload string) {

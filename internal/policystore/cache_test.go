@@ -382,3 +382,52 @@ func TestNotReadyUntilDatabaseReached(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// An outage shows in Staleness as soon as the notification connection
+// drops, not at the next periodic resync; and a change made as the database
+// returns is served within a second, however long the outage was.
+func TestOutageSeenAtOnceAndChangeAfterItWithinASecond(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts the database")
+	}
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	r := startReplica(t, url, CacheConfig{ResyncInterval: 30 * time.Second, LoadTimeout: time.Second}, true)
+	tenant := pgtest.InsertTenant(t, r.store.pool)
+	for _, d := range [][]byte{vap(3), []byte(bindingYAML)} {
+		if _, err := r.store.Apply(ctx, tenant, "alice", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.cache.Snapshot(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	// The listener connects on its own; its first connect resyncs.
+	testutil.Eventually(t, 0, "the notification listener to connect", func() bool {
+		return counter(t, r.reg, "portcullis_policy_cache_resyncs_total") >= 1
+	})
+
+	pgtest.StopServer(t)
+	restarted := false
+	defer func() {
+		if !restarted {
+			pgtest.StartServer(t)
+		}
+	}()
+	// Within 2s, not the 30s of the periodic resync (2s rather than 1s
+	// leaves room for -race on a busy machine).
+	testutil.Eventually(t, 2*time.Second, "staleness above 0 soon after the outage", func() bool { return r.cache.Staleness() > 0 })
+	// Long enough for reconnection backoffs to grow.
+	time.Sleep(4 * time.Second)
+	pgtest.StartServer(t)
+	restarted = true
+	back := time.Now()
+	if _, err := r.store.Apply(ctx, tenant, "alice", vap(10)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Second, "the change made as the database returned", func() bool {
+		s, err := r.cache.Snapshot(ctx, tenant)
+		return err == nil && allowed(t, s, 5)
+	})
+	t.Logf("served %v after the database returned", time.Since(back).Round(time.Millisecond))
+}

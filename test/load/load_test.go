@@ -46,7 +46,11 @@ func TestMain(m *testing.M) {
 		runTrivial() // this binary re-executed as the reference webhook
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // client drives one server over one HTTP/2 connection kept for the whole
@@ -364,17 +368,33 @@ func envInt(t *testing.T, name string, def int) int {
 	return def
 }
 
+// built is the gateway binary this process built, once for all its tests
+// (the fast drills run two); TestMain removes it.
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
 func gatewayBinary(t *testing.T) string {
 	if bin := os.Getenv(envGatewayBin); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "gateway")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gateway")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the gateway: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "portcullis-gateway-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "gateway")
+		cmd := exec.Command("go", "build", "-o", built.path, "./cmd/gateway")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("build the gateway: %v", built.err)
 	}
-	return bin
+	return built.path
 }
 
 // TestWebhookLoad is the load test of issue 12 (see scripts/bench-load.sh).

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,6 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
@@ -42,6 +45,69 @@ type fixture struct {
 	certs  tlsutil.DevCerts
 	caPool *x509.CertPool
 	pg     *pglocal.Cluster
+	pool   *pgxpool.Pool // the test's own, for setup and counting
+	// tenants onboarded, the first being tenantName with its one cluster.
+	tenants []onboarded
+}
+
+// onboarded is a tenant with the baseline policy set, and one cluster per
+// credential with the corpus's namespaces and a bearer token.
+type onboarded struct {
+	name  string
+	id    int64
+	creds []clusterCred
+}
+
+type clusterCred struct {
+	cluster string
+	id      int64 // the credential's id
+	token   string
+}
+
+// onboard creates tenant name with the given clusters, each with a token
+// and the corpus's namespaces, and applies the baseline policy set.
+func (f *fixture) onboard(ctx context.Context, t *testing.T, pool *pgxpool.Pool, name string, clusters ...string) onboarded {
+	t.Helper()
+	ten := tenancy.NewStore(pool, nil)
+	tn, err := ten.CreateTenant(ctx, name, "Load test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := onboarded{name: name, id: tn.ID}
+	var nss []*corev1.Namespace
+	for i, ns := range corpusNamespaces {
+		nss = append(nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: ns, UID: types.UID("0a0b0c0d-0000-4000-8000-00000000000" + strconv.Itoa(i)),
+			CreationTimestamp: metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
+			Labels:            map[string]string{"kubernetes.io/metadata.name": ns},
+		}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
+	}
+	for _, name := range clusters {
+		cl, err := ten.CreateCluster(ctx, tn.ID, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		issued, err := ten.CreateToken(ctx, tn.ID, cl.ID, tenancy.CredentialOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.creds = append(out.creds, clusterCred{cluster: name, id: issued.ID, token: issued.Token})
+		if err := inventory.New(pool).ReplaceNamespaces(ctx, tn.ID, cl.ID, nss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := policystore.New(pool)
+	for _, file := range []string{"samples/baseline/policies.yaml", "samples/baseline/bindings.yaml"} {
+		for _, doc := range bytes.Split(repoFile(t, file), []byte("\n---\n")) {
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			if _, err := ps.Apply(ctx, tn.ID, "load-test", doc); err != nil {
+				t.Fatalf("apply %s: %v\n%s", file, err, doc)
+			}
+		}
+	}
+	return out
 }
 
 // newFixture starts a throwaway PostgreSQL (Unix socket only, as pgtest
@@ -93,51 +159,25 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close) // before the server stops
+	f.pool = pool
 	if _, err := database.Migrate(ctx, pool); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	ten := tenancy.NewStore(pool, nil)
-	tn, err := ten.CreateTenant(ctx, tenantName, "Load test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := ten.CreateCluster(ctx, tn.ID, "prod", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	issued, err := ten.CreateToken(ctx, tn.ID, cl.ID, tenancy.CredentialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.token = issued.Token
+	ten := f.onboard(ctx, t, pool, tenantName, "prod")
+	f.token = ten.creds[0].token
+	f.tenants = []onboarded{ten}
 
-	ps := policystore.New(pool)
-	for _, file := range []string{"samples/baseline/policies.yaml", "samples/baseline/bindings.yaml"} {
-		for _, doc := range bytes.Split(repoFile(t, file), []byte("\n---\n")) {
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			if _, err := ps.Apply(ctx, tn.ID, "load-test", doc); err != nil {
-				t.Fatalf("apply %s: %v\n%s", file, err, doc)
-			}
-		}
-	}
-	var nss []*corev1.Namespace
-	for i, name := range corpusNamespaces {
-		nss = append(nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name: name, UID: types.UID("0a0b0c0d-0000-4000-8000-00000000000" + strconv.Itoa(i)),
-			CreationTimestamp: metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
-			Labels:            map[string]string{"kubernetes.io/metadata.name": name},
-		}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
-	}
-	if err := inventory.New(pool).ReplaceNamespaces(ctx, tn.ID, cl.ID, nss); err != nil {
-		t.Fatal(err)
-	}
+	f.makeCerts(t)
+	return f
+}
 
-	// The serving certificate, made before the gateway starts so that it
-	// and the trivial webhook present the same one.
-	if f.certs, err = tlsutil.EnsureDevCerts(filepath.Join(dir, "state", "tls")); err != nil {
+// makeCerts makes the serving certificate, before any server starts so
+// that the gateways and the trivial webhook present the same one.
+func (f *fixture) makeCerts(t *testing.T) {
+	t.Helper()
+	var err error
+	if f.certs, err = tlsutil.EnsureDevCerts(filepath.Join(f.dir, "state", "tls")); err != nil {
 		t.Fatal(err)
 	}
 	ca, err := os.ReadFile(f.certs.CAFile)
@@ -148,7 +188,6 @@ func newFixture(t *testing.T) *fixture {
 	if !f.caPool.AppendCertsFromPEM(ca) {
 		t.Fatal("no CA certificate in " + f.certs.CAFile)
 	}
-	return f
 }
 
 // freeAddr returns a loopback address with a port free at the time.
@@ -171,11 +210,31 @@ type server struct {
 	cmd     *exec.Cmd
 }
 
-// pinned runs argv on core cpu with GOMAXPROCS=1 and extra environment.
-// taskset execs the program, so the pid is the server's.
-func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *exec.Cmd {
+// proc is a server process; done is closed once it has exited.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// logsOpened holds the log files this test process has truncated: a server
+// started again (a drill's restart) appends to its log.
+var logsOpened sync.Map
+
+// serverLog is where server name logs.
+func serverLog(name string) string {
+	return filepath.Join(os.TempDir(), "portcullis-load-"+name+".log")
+}
+
+// pinned runs argv on core cpu with GOMAXPROCS=1 and extra environment;
+// with cpu < 0, unpinned with Go's GOMAXPROCS. taskset execs the program,
+// so the pid is the server's. Cleanup stops it with SIGTERM (SIGKILL after
+// 10s) unless it has exited already.
+func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *proc {
 	t.Helper()
-	cmd := exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu)}, argv...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if cpu >= 0 {
+		cmd = exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu)}, argv...)...)
+	}
 	// The servers run with Go's defaults but for GOMAXPROCS: not the
 	// client's GOGC.
 	for _, kv := range os.Environ() {
@@ -183,8 +242,15 @@ func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *e
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(append(cmd.Env, "GOMAXPROCS=1"), env...)
-	logf, err := os.Create(filepath.Join(os.TempDir(), "portcullis-load-"+name+".log"))
+	if cpu >= 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
+	}
+	cmd.Env = append(cmd.Env, env...)
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if _, seen := logsOpened.LoadOrStore(name, true); !seen {
+		flags |= os.O_TRUNC
+	}
+	logf, err := os.OpenFile(serverLog(name), flags, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,19 +259,30 @@ func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *e
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-p.done:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-p.done
 		}
-		logf.Close()
 	})
-	return cmd
+	return p
+}
+
+// gatewayArgs is the command line of a gateway on the given addresses.
+func gatewayArgs(f *fixture, bin, stateDir, webhook, admin, metrics string, extra ...string) []string {
+	return append([]string{bin, "--state-dir", stateDir,
+		"--database-url", f.dbURL, "--webhook-addr", webhook, "--admin-addr", admin,
+		"--metrics-addr", metrics, "--log-level", "warn"}, extra...)
 }
 
 // startGateway runs the gateway binary as server name, with extra flags.
@@ -216,12 +293,11 @@ func startGateway(t *testing.T, f *fixture, bin, name string, cpu int, pprofAddr
 	if pprofAddr != "" {
 		env = append(env, "PORTCULLIS_LOAD_PPROF_ADDR="+pprofAddr)
 	}
-	args := append([]string{bin, "--dev", "--state-dir", filepath.Join(f.dir, "state"),
-		"--database-url", f.dbURL, "--webhook-addr", webhook, "--admin-addr", admin,
-		"--metrics-addr", metrics, "--log-level", "warn", "--instance", "load"}, extra...)
-	cmd := pinned(t, name, cpu, env, args...)
+	args := gatewayArgs(f, bin, filepath.Join(f.dir, "state"), webhook, admin, metrics,
+		append([]string{"--dev", "--instance", "load"}, extra...)...)
+	p := pinned(t, name, cpu, env, args...)
 	waitHTTP(t, name, "http://"+metrics+"/readyz", nil)
-	return &server{name: name, url: "https://" + webhook + "/t/" + tenantName + "/validate", cmd: cmd,
+	return &server{name: name, url: "https://" + webhook + "/t/" + tenantName + "/validate", cmd: p.cmd,
 		metrics: "http://" + metrics + "/metrics", pprof: pprofAddr}
 }
 
@@ -232,13 +308,13 @@ func startTrivial(t *testing.T, f *fixture, cpu int) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := pinned(t, "trivial", cpu, []string{
+	p := pinned(t, "trivial", cpu, []string{
 		envTrivialAddr + "=" + addr, envTrivialCert + "=" + f.certs.CertFile,
 		envTrivialKey + "=" + f.certs.KeyFile, envTrivialToken + "=" + f.token,
 	}, self)
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool}}}
 	waitHTTP(t, "trivial webhook", "https://"+addr+"/healthz", hc)
-	return &server{name: "trivial", url: "https://" + addr + "/validate", cmd: cmd}
+	return &server{name: "trivial", url: "https://" + addr + "/validate", cmd: p.cmd}
 }
 
 // waitHTTP waits until url answers at all (any status for the trivial
@@ -263,7 +339,7 @@ func waitHTTP(t *testing.T, name, url string, hc *http.Client) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%s not ready after 60s: %s (log in %s)", name, last, filepath.Join(os.TempDir(), "portcullis-load-*.log"))
+	t.Fatalf("%s not ready after 60s: %s (log in %s)", name, last, serverLog(name))
 }
 
 // cpuSeconds is the user+system CPU time of a process so far.
