@@ -63,7 +63,7 @@ func TestMatchesCEL(t *testing.T) {
 	}
 
 	rng := rand.New(rand.NewPCG(7, 11))
-	var compiled, fastOK, celErr, withLoop, withConv int
+	var compiled, fastOK, celErr, withLoop, withConv, overMap int
 	const want = 6000
 	for i := 0; compiled < want && i < want*20; i++ {
 		g := &exprGen{r: rng}
@@ -123,6 +123,9 @@ func TestMatchesCEL(t *testing.T) {
 			if convCall.MatchString(text) {
 				withConv++
 			}
+			if mapQuant.MatchString(text) {
+				overMap++
+			}
 			if celEvalErr != nil {
 				t.Fatalf("%s\nobject %v\nthe interpreter answered %v, cel-go failed: %v", text, obj, got, celEvalErr)
 			}
@@ -134,17 +137,20 @@ func TestMatchesCEL(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d expressions compiled, %d interpreter answers (%d with a comprehension, %d with a conversion), %d cel-go errors",
-		compiled, fastOK, withLoop, withConv, celErr)
+	t.Logf("%d expressions compiled, %d interpreter answers (%d with a comprehension, %d with a conversion, %d with a quantifier over a map), %d cel-go errors",
+		compiled, fastOK, withLoop, withConv, overMap, celErr)
 	// The comparison is only worth something if the interpreter answers
 	// often and across the constructs.
-	if compiled < want || fastOK < compiled || withLoop < 400 || withConv < 400 {
-		t.Fatalf("too few comparisons: %d compiled, %d interpreter answers, %d with a comprehension, %d with a conversion",
-			compiled, fastOK, withLoop, withConv)
+	if compiled < want || fastOK < compiled || withLoop < 400 || withConv < 400 || overMap < 150 {
+		t.Fatalf("too few comparisons: %d compiled, %d interpreter answers, %d with a comprehension, %d with a conversion, %d over a map",
+			compiled, fastOK, withLoop, withConv, overMap)
 	}
 }
 
-var convCall = regexp.MustCompile(`\b(string|int|double|bool|dyn)\(`)
+var (
+	convCall = regexp.MustCompile(`\b(string|int|double|bool|dyn)\(`)
+	mapQuant = regexp.MustCompile(`(labels|orValue\(\{\}\)|'web': 2\}|nodeSelector)\.(all|exists|exists_one)\(`)
+)
 
 // sameValue reports whether an interpreter value is the CEL value, kind
 // for kind (1 and 1.0 differ here, though CEL calls them equal).

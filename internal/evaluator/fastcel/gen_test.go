@@ -160,6 +160,15 @@ func (g *exprGen) comprehension(kind genKind, depth int) string {
 	defer func() { g.vars = g.vars[:len(g.vars)-1] }()
 	switch kind {
 	case kindBool:
+		if g.r.IntN(2) == 0 {
+			// Over a map: the keys; the predicate often reads the value.
+			m := g.pick("object.metadata.labels", "object.metadata.?annotations.orValue({})", "{'a': 1, 'web': 2}", "object.spec.nodeSelector")
+			body := g.expr(kindBool, depth-1)
+			if g.r.IntN(2) == 0 {
+				body = fmt.Sprintf("(%s[%s] == %s || %s)", m, v, g.expr(kindAny, depth-1), body)
+			}
+			return fmt.Sprintf("%s.%s(%s, %s)", m, g.pick("all", "exists", "exists_one"), v, body)
+		}
 		return fmt.Sprintf("%s.%s(%s, %s)", rng, g.pick("all", "exists", "exists_one"), v, g.expr(kindBool, depth-1))
 	default:
 		if g.r.IntN(2) == 0 {
