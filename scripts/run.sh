@@ -156,15 +156,20 @@ build_demo() {
 
   # The policy catalog: the Pod Security Standards, restricted, installed
   # with the Warn action, so that the verdicts above stay the baseline
-  # policies' and the catalog's findings come as warnings.
+  # policies', and only on the clusters labelled env=demo (the binding's
+  # portcullis.dev/cluster-selector): kind-demo is, managed-demo is not.
+  say "admin cluster label kind-demo --tenant demo env=demo --overwrite"
+  bin/admin cluster label kind-demo --tenant demo env=demo --overwrite
   if bin/admin catalog upgrade pod-security-restricted --tenant demo --dry-run >/dev/null 2>&1; then
     say "catalog entry pod-security-restricted is installed"
   else
-    say "admin catalog install pod-security-restricted --tenant demo --action Warn"
-    bin/admin catalog install pod-security-restricted --tenant demo --action Warn
+    say "admin catalog install pod-security-restricted --tenant demo --action Warn --cluster-selector env=demo"
+    bin/admin catalog install pod-security-restricted --tenant demo --action Warn --cluster-selector env=demo
   fi
-  say "admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json"
+  say "admin test --tenant demo --cluster kind-demo -f $DEMO/denied-pod.json (with the catalog's warnings)"
   bin/admin test --tenant demo --cluster kind-demo -f "$DEMO/denied-pod.json"
+  say "admin test --tenant demo --cluster managed-demo -f $DEMO/denied-pod.json (no env=demo label: no catalog warnings)"
+  bin/admin test --tenant demo --cluster managed-demo -f "$DEMO/denied-pod.json"
 }
 
 if [ -s "$TOKEN_FILE" ]; then
@@ -190,7 +195,7 @@ Demo: tenant "demo" with cluster "kind-demo" (its apiserver files are in $DEMO)
 and cluster "managed-demo" (a managed control plane: its webhooks.yaml, whose
 URLs carry its secret, is in $DEMO/managed), the 10 baseline policies from
 samples/baseline, the catalog's Pod Security Standards (restricted, as
-warnings), and two sample reviews.
+warnings, bound to the clusters labelled env=demo), and two sample reviews.
 Each answer is stored in the decisions table (see docs/decisions.md) and,
 under --decision-log, also logged as an "admission decision" line.
 
