@@ -38,6 +38,27 @@ spec:
   validationActions: [Deny]
 `
 
+// addLabelMAP mutates every Pod, so that admin test runs the chain.
+const addLabelMAP = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: add-label}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"checked": "yes"}}}'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: add-label}
+spec:
+  policyName: add-label
+`
+
 // TestClusterSelectorThroughTheWebhook binds a policy to the tenant's
 // clusters labelled env=prod: it denies on the prod cluster, does not apply
 // on the dev cluster, and applies there as soon as the CLI relabels it.
@@ -84,8 +105,16 @@ func TestClusterSelectorThroughTheWebhook(t *testing.T) {
 		t.Fatalf("dev decision bindings %+v: want the binding recorded as ClusterSkipped", d.Bindings)
 	}
 
-	// admin test explains the skip.
+	// admin test explains the skip, and on prod denies as the webhook
+	// does, in the admission chain too (mutating, then validating on the
+	// mutated object), with a mutating policy that matches.
+	writeFile(t, "add-label.yaml", addLabelMAP)
+	a.ok("apply", "--tenant", "acme", "-f", "add-label.yaml")
 	writeFile(t, "review.json", podReview("admission.k8s.io/v1", "t-1", "default", goodPod, false))
+	if out := a.ok("test", "--tenant", "acme", "--cluster", "prod", "-f", "review.json"); !strings.Contains(out, "mutating webhook: allowed") ||
+		!strings.Contains(out, "validating webhook, on the mutated object: denied") || !strings.Contains(out, "no :latest on production clusters") {
+		t.Fatalf("admin test on prod, in the chain, does not deny:\n%s", out)
+	}
 	if out := a.ok("test", "--tenant", "acme", "--cluster", "dev", "-f", "review.json", "--explain"); !strings.Contains(out, "ClusterSkipped") ||
 		!strings.Contains(out, `portcullis.dev/cluster-selector "env=prod"`) {
 		t.Fatalf("admin test on dev does not explain the skip:\n%s", out)

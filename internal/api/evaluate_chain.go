@@ -37,7 +37,7 @@ func evaluateChain(ctx context.Context, answer *apiv1.EvaluateResponse, raw json
 	snap *evaluator.Snapshot, nss evaluator.NamespaceLookup) error {
 	res, out := admission.Answer(ctx, rev, snap, nss, true, evaluator.WithTrace())
 	if res.Allowed && !slices.ContainsFunc(res.Bindings, func(b evaluator.BindingResult) bool {
-		return b.Outcome != evaluator.OutcomeNotMatched
+		return b.Outcome != evaluator.OutcomeNotMatched && b.Outcome != evaluator.OutcomeClusterSkipped
 	}) {
 		return evaluateOne(ctx, answer, rev, snap, nss, false)
 	}
@@ -53,9 +53,11 @@ func evaluateChain(ctx context.Context, answer *apiv1.EvaluateResponse, raw json
 		if err != nil {
 			return err
 		}
+		labels := rev.Request.ClusterLabels // not part of the review: kept
 		if rev, err = admission.Decode(mutated); err != nil {
 			return fault.InvalidField("review", "with the mutated object: %v", err)
 		}
+		rev.Request.ClusterLabels = labels
 	}
 	vres, vout := admission.Answer(ctx, rev, snap, nss, false, evaluator.WithTrace())
 	answer.Review, answer.Trace = vout, wireTrace(vres)
