@@ -84,7 +84,7 @@ func (m *Main) setupAdminAPI() error {
 		MaxApplyDocuments: m.Config.MaxApplyDocuments,
 		Tracer:            m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/api"),
 		Propagator:        m.Tracing.Propagator,
-		Snapshot:          m.PolicyCache.Snapshot,
+		Snapshot:          m.PolicyCache.Current, // read-your-writes after an apply
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
 		},

@@ -169,6 +169,42 @@ func (c *Cache) Snapshot(ctx context.Context, tenantID int64) (*Snapshot, error)
 	}
 }
 
+// Current is Snapshot, but never older than the tenant's version in the
+// database when it can be read: what the admin API evaluates right after
+// an apply must hold that apply, which Snapshot's cached copy gets only
+// when the change's notification arrives (milliseconds later). When the
+// database cannot be read, it is Snapshot's answer.
+func (c *Cache) Current(ctx context.Context, tenantID int64) (*Snapshot, error) {
+	s, err := c.Snapshot(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	head, verr := c.store.TenantVersion(ctx, tenantID)
+	if verr != nil || head <= s.Version {
+		return s, nil
+	}
+	c.noteVersion(tenantID, head)
+	ch := c.group.DoChan(strconv.FormatInt(tenantID, 10), func() (any, error) {
+		return c.load(tenantID)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return s, nil // the cached one, as the webhook would serve it
+		}
+		fresh := r.Val.(*Snapshot)
+		if fresh.Version < head {
+			// A load started before the change joined: load once more.
+			if again, err := c.load(tenantID); err == nil {
+				fresh = again
+			}
+		}
+		return fresh, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 func coldUnavailable(tenantID int64, cause error) error {
 	return fault.Wrap(fmt.Errorf("%w: %w", ErrColdUnavailable, cause), fault.Unavailable,
 		"policies of tenant %d are not loaded and the policy database is unreachable; retry later", tenantID)

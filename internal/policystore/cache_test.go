@@ -431,3 +431,40 @@ func TestOutageSeenAtOnceAndChangeAfterItWithinASecond(t *testing.T) {
 	})
 	t.Logf("served %v after the database returned", time.Since(back).Round(time.Millisecond))
 }
+
+// Current never serves an older snapshot than the database's version: the
+// admin API evaluates with it right after an apply, before the change's
+// notification has reached the cache (here it never does).
+func TestCurrentReadsItsWrites(t *testing.T) {
+	ctx := context.Background()
+	r := startReplica(t, pgtest.URL(t), CacheConfig{ResyncInterval: 30 * time.Second}, false)
+	tenant := pgtest.InsertTenant(t, r.store.pool)
+	for _, d := range baselineDocs(t)[:2] {
+		if _, err := r.store.Apply(ctx, tenant, "alice", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := r.cache.Snapshot(ctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range baselineDocs(t)[2:4] {
+		if _, err := r.store.Apply(ctx, tenant, "alice", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, _ := r.cache.Snapshot(ctx, tenant); s.Version != before.Version {
+		t.Fatalf("Snapshot moved to %d without a notification; the test needs it stale", s.Version)
+	}
+	head, err := r.store.TenantVersion(ctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := r.cache.Current(ctx, tenant)
+	if err != nil || cur.Version != head || head <= before.Version {
+		t.Fatalf("Current = version %d (%v), want the head %d (the cache had %d)", cur.Version, err, head, before.Version)
+	}
+	if s, _ := r.cache.Snapshot(ctx, tenant); s.Version != head {
+		t.Fatalf("the fresh snapshot was not installed: Snapshot = %d", s.Version)
+	}
+}
