@@ -61,8 +61,24 @@ func checkNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, field.Erro
 
 // GetNamespace returns one namespace of the cluster's inventory.
 func (s *Store) GetNamespace(ctx context.Context, tenantID, clusterID int64, name string) (*corev1.Namespace, error) {
+	return s.getNamespace(ctx, tenantID, clusterID, committedTable, name)
+}
+
+// ListNamespaces returns the cluster's inventory, by name.
+func (s *Store) ListNamespaces(ctx context.Context, tenantID, clusterID int64) ([]*corev1.Namespace, error) {
+	return s.listNamespaces(ctx, tenantID, clusterID, committedTable)
+}
+
+// The tables of committed and of provisional namespaces have the same
+// columns; these name them in the queries below (constants, never input).
+const (
+	committedTable   = "cluster_namespaces"
+	provisionalTable = "cluster_namespaces_provisional"
+)
+
+func (s *Store) getNamespace(ctx context.Context, tenantID, clusterID int64, table, name string) (*corev1.Namespace, error) {
 	var js []byte
-	err := s.pool.QueryRow(ctx, `SELECT object FROM cluster_namespaces WHERE tenant_id = $1 AND cluster_id = $2 AND name = $3`,
+	err := s.pool.QueryRow(ctx, `SELECT object FROM `+table+` WHERE tenant_id = $1 AND cluster_id = $2 AND name = $3`,
 		tenantID, clusterID, name).Scan(&js)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound(kindNamespace, name)
@@ -74,9 +90,8 @@ func (s *Store) GetNamespace(ctx context.Context, tenantID, clusterID int64, nam
 	return ns, json.Unmarshal(js, ns)
 }
 
-// ListNamespaces returns the cluster's inventory, by name.
-func (s *Store) ListNamespaces(ctx context.Context, tenantID, clusterID int64) ([]*corev1.Namespace, error) {
-	rows, err := s.pool.Query(ctx, `SELECT object FROM cluster_namespaces WHERE tenant_id = $1 AND cluster_id = $2 ORDER BY name`,
+func (s *Store) listNamespaces(ctx context.Context, tenantID, clusterID int64, table string) ([]*corev1.Namespace, error) {
+	rows, err := s.pool.Query(ctx, `SELECT object FROM `+table+` WHERE tenant_id = $1 AND cluster_id = $2 ORDER BY name`,
 		tenantID, clusterID)
 	if err != nil {
 		return nil, err
