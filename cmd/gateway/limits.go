@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/portcullis-dev/portcullis/internal/limits"
 )
@@ -23,5 +24,16 @@ func (m *Main) setupLimits(ctx context.Context) {
 	m.Limits.Subscribe(m.Listener)
 	if err := m.Limits.Load(ctx); err != nil {
 		m.Logger.Warn("tenant limits not loaded yet; the defaults apply", "error", err)
+	}
+	if m.Config.LowPriorityAfter > 0 {
+		// After setupTenancy and the default concurrency above: the lane
+		// raises GOMAXPROCS, which both size themselves by.
+		workers := m.Config.LowPriorityWorkers
+		if workers == 0 {
+			workers = max(1, runtime.GOMAXPROCS(0)/2)
+		}
+		lane := limits.NewLane(workers, m.Logger)
+		m.Registry.MustRegister(lane.Collectors()...)
+		m.Limits.UseLane(lane, m.Config.LowPriorityAfter)
 	}
 }

@@ -19,6 +19,9 @@ const (
 	LimitConcurrency = "concurrent_evaluations"
 	LimitCost        = "cel_cost_per_request"
 	LimitRate        = "requests_per_second"
+	// LimitLane: an expensive tenant's evaluation found no lane worker
+	// before its deadline.
+	LimitLane = "low_priority_lane"
 )
 
 // DefaultConcurrentEvaluations is the default of ConcurrentEvaluations:
@@ -48,6 +51,11 @@ type Limiter struct {
 	maxWait time.Duration
 	now     func() time.Time
 
+	// lane, when set, runs the evaluations of tenants whose average
+	// evaluation time is over laneAfter (see Lane).
+	lane      *Lane
+	laneAfter time.Duration
+
 	mu        sync.Mutex
 	overrides map[int64]Limits
 	tenants   map[int64]*tenantState
@@ -62,6 +70,10 @@ type tenantState struct {
 	// The token bucket of the rate limit, made for rate.
 	tokens, rate float64
 	last         time.Time
+	// avg is the moving average of the tenant's evaluation time; onLane
+	// says whether its evaluations run on the low-priority lane.
+	avg    time.Duration
+	onLane bool
 }
 
 // NewLimiter returns a limiter with the given defaults (zero fields: no

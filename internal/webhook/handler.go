@@ -262,10 +262,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	evalStart := time.Now()
 	var res *evaluator.Result
-	if h.Mutating {
-		res = snap.Compiled.Mutate(ctx, req, nss, evalOpts...)
-	} else {
-		res = snap.Compiled.Validate(ctx, req, nss, evalOpts...)
+	eval := func() {
+		if h.Mutating {
+			res = snap.Compiled.Mutate(ctx, req, nss, evalOpts...)
+		} else {
+			res = snap.Compiled.Validate(ctx, req, nss, evalOpts...)
+		}
+	}
+	if h.Limits == nil {
+		eval()
+	} else if err := h.Limits.Run(ctx, id.TenantID, eval); err != nil {
+		release()
+		endStep(step, err)
+		h.refuse(w, d, limits.LimitLane, time.Second, err)
+		return
 	}
 	release()
 	h.Metrics.observeEvaluation(id.TenantName, h.endpoint(), time.Since(evalStart))

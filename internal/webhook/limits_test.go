@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +70,42 @@ func TestTenantLimits(t *testing.T) {
 			t.Fatalf("after the slot was released: %d %s", rec.Code, rec.Body)
 		}
 		if got := testutil.ToFloat64(f.h.Metrics.Limited().WithLabelValues("acme", limits.LimitConcurrency)); got != 1 {
+			t.Fatalf("limited metric = %v", got)
+		}
+	})
+
+	t.Run("expensive tenants evaluate on the low-priority lane", func(t *testing.T) {
+		f := newFixture(t)
+		f.h.Limits = limits.NewLimiter(limits.Limits{}, nil, logger)
+		lane := limits.NewLane(1, logger)
+		t.Cleanup(lane.Close)
+		// Every evaluation takes more than a nanosecond: the first moves
+		// the tenant to the lane.
+		f.h.Limits.UseLane(lane, time.Nanosecond)
+		first := send(f, "")
+		if first.Code != 200 {
+			t.Fatalf("first request: %d %s", first.Code, first.Body)
+		}
+		if !f.h.Limits.OnLane(7) {
+			t.Fatal("the tenant is not on the lane after an evaluation over the threshold")
+		}
+		second := send(f, "")
+		a := check(t, "admission.k8s.io/v1", "u", first.Body.Bytes())
+		b := check(t, "admission.k8s.io/v1", "u", second.Body.Bytes())
+		if second.Code != 200 || !reflect.DeepEqual(a, b) {
+			t.Fatalf("on the lane the answer changed: %d %+v, before %+v", second.Code, b, a)
+		}
+		if got := testutil.ToFloat64(lane.Collectors()[0]); got != 1 {
+			t.Fatalf("low-priority evaluations = %v, want 1", got)
+		}
+		// With the lane's only worker busy past the request's deadline:
+		// 429, counted as the lane's limit.
+		busy, free := make(chan struct{}), make(chan struct{})
+		go func() { _, _ = lane.Run(context.Background(), func() { close(busy); <-free }) }()
+		<-busy
+		tooMany(t, send(f, "?timeout=200ms"), "low-priority lane")
+		close(free)
+		if got := testutil.ToFloat64(f.h.Metrics.Limited().WithLabelValues("acme", limits.LimitLane)); got != 1 {
 			t.Fatalf("limited metric = %v", got)
 		}
 	})

@@ -1,0 +1,139 @@
+package limits
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/portcullis-dev/portcullis/internal/fault"
+)
+
+// Lane runs the evaluations of tenants whose requests have proved
+// expensive on a few OS threads that the kernel schedules at the lowest
+// priority (nice 19, Linux). A tenant with costly-but-legal policies then
+// uses the CPU that the other tenants leave idle and gives it back to them
+// at once: the concurrency limit alone bounded its share to half the
+// processors, which still raised another tenant's p99 several times on a
+// 2-core replica (1.3 ms to 4.5 ms, scripts/bench-noisy.sh, November
+// 2026), because that tenant's requests then shared one core with
+// everything else.
+//
+// The lane adds one Go processor (P) per worker, so the lane's threads
+// never hold the processors that ordinary requests run on: with
+// GOMAXPROCS unchanged, a request that needed a second P waited for the
+// scheduler to preempt the lane's goroutine (up to 10 ms).
+//
+// Which tenants are expensive is learnt, not configured: the limiter keeps
+// a moving average of each tenant's evaluation CPU time (Limiter.Run), and
+// a tenant above the threshold evaluates on the lane until its average
+// falls below half of it. CPU time, not wall time: waiting for a core (on
+// a saturated replica, or on the lane itself) must not move a tenant.
+type Lane struct {
+	work    chan *laneJob
+	workers int
+	// demoted says whether the threads' priority could be lowered; where
+	// it cannot (another OS, a seccomp profile that refuses
+	// setpriority) the lane still bounds the expensive tenants' share of
+	// the processors.
+	demoted atomic.Bool
+	runs    prometheus.Counter
+}
+
+type laneJob struct {
+	f     func()
+	spent time.Duration
+	panic any
+	done  chan struct{}
+}
+
+// NewLane starts workers threads at the lowest priority and raises
+// GOMAXPROCS by workers. It must be started after everything that sizes
+// itself by GOMAXPROCS (the tenants' default concurrency, the
+// authentication queues).
+func NewLane(workers int, logger *slog.Logger) *Lane {
+	workers = max(1, workers)
+	l := &Lane{work: make(chan *laneJob), workers: workers,
+		runs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portcullis_evaluations_low_priority_total",
+			Help: "Evaluations run on the low-priority lane (tenants whose evaluations average over the threshold).",
+		})}
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + workers)
+	var once sync.Once
+	for range workers {
+		go l.worker(func(err error) {
+			once.Do(func() {
+				if logger == nil {
+					return
+				}
+				logger.Warn("the low-priority lane's threads keep their priority; expensive tenants are still bounded to the lane's workers",
+					"workers", workers, "error", err)
+			})
+		})
+	}
+	return l
+}
+
+// Close stops the workers once their evaluations end; their threads exit
+// with them (they are locked). Run must not be called after Close.
+func (l *Lane) Close() {
+	close(l.work)
+	runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)-l.workers))
+}
+
+// Collectors returns the lane's metrics.
+func (l *Lane) Collectors() []prometheus.Collector { return []prometheus.Collector{l.runs} }
+
+// Demoted says whether the lane's threads run at the lowest priority.
+func (l *Lane) Demoted() bool { return l.demoted.Load() }
+
+func (l *Lane) worker(warn func(error)) {
+	// The thread is never unlocked: its priority cannot be raised again
+	// without CAP_SYS_NICE, so it must never run another goroutine.
+	runtime.LockOSThread()
+	if err := lowerThreadPriority(); err != nil {
+		warn(err)
+	} else {
+		l.demoted.Store(true)
+	}
+	for j := range l.work {
+		l.run(j)
+	}
+}
+
+func (l *Lane) run(j *laneJob) {
+	defer close(j.done)
+	defer func() {
+		// The caller's goroutine panics instead: the HTTP server recovers
+		// there, not on the lane's.
+		if p := recover(); p != nil {
+			j.panic = p
+		}
+	}()
+	start := threadCPUTime()
+	j.f()
+	j.spent = threadCPUTime() - start
+}
+
+// Run runs f on a lane thread and returns the CPU time it took. It waits
+// for a free worker no longer than ctx allows; a panic in f is raised
+// again in the caller.
+func (l *Lane) Run(ctx context.Context, f func()) (time.Duration, error) {
+	j := &laneJob{f: f, done: make(chan struct{})}
+	select {
+	case l.work <- j:
+	case <-ctx.Done():
+		return 0, fault.Errorf(fault.TooManyRequests,
+			"tenant's expensive evaluations are waiting for the low-priority lane (%d workers on this replica); the webhook's failurePolicy applies", l.workers)
+	}
+	l.runs.Inc()
+	<-j.done
+	if j.panic != nil {
+		panic(j.panic)
+	}
+	return j.spent, nil
+}
