@@ -20,7 +20,7 @@ build:
 # The packages with concurrent code (caches, the recorder, the webhook, the
 # evaluator's shared snapshots) run under the race detector; the rest run
 # once without it. Lint is part of the test: CI runs only `make test`.
-RACE_PKGS := evaluator policystore inventory tenancy decisions webhook ui
+RACE_PKGS := evaluator policystore inventory tenancy decisions webhook ui limits
 RACE_RE   := /internal/($(subst $(eval) ,|,$(strip $(RACE_PKGS))))(/|$$)
 
 test: lint bin/helm
