@@ -89,9 +89,11 @@ func cmdTokenList(e *env, args []string) error {
 }
 
 func printTokens(w io.Writer, now time.Time, tokens []apiv1.Token) error {
-	t := newTable(w, "ID", "NAME", "ROLE", "TENANT", "STATUS", "CREATED BY", "EXPIRES", "LAST USED", "AGE")
+	// A sync token is scoped to one cluster: without its cluster, two
+	// clusters' sync tokens of a tenant would look the same.
+	t := newTable(w, "ID", "NAME", "ROLE", "TENANT", "CLUSTER", "STATUS", "CREATED BY", "EXPIRES", "LAST USED", "AGE")
 	for _, x := range tokens {
-		t.row(strconv.FormatInt(x.ID, 10), x.Name, x.Role, x.Tenant, credentialStatus(now, true, x.RevokedAt, x.ExpiresAt),
+		t.row(strconv.FormatInt(x.ID, 10), x.Name, x.Role, x.Tenant, x.Cluster, credentialStatus(now, true, x.RevokedAt, x.ExpiresAt),
 			x.CreatedBy, until(now, x.ExpiresAt), ago(now, x.LastUsedAt), age(now, x.CreatedAt))
 	}
 	return t.flush()
