@@ -49,7 +49,8 @@ func cmdTokenCreate(e *env, args []string) error {
 	raw, err := cl.sendJSON(e, http.MethodPost, apiPath("tokens"), nil,
 		apiv1.TokenCreate{Name: *name, Role: *role, Tenant: *tenant, Cluster: *cluster, ExpiresIn: *expires}, &issued)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"name": "--name", "role": "--role", "tenant": "--tenant",
+			"cluster": "--cluster", "expiresIn": "--expires"})
 	}
 	return e.emit(c, raw, func(w io.Writer) error {
 		tk := issued.Token
