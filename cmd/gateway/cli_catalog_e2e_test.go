@@ -29,7 +29,7 @@ func TestCLICatalog(t *testing.T) {
 		!strings.Contains(out, "would be installed (dry run)") {
 		t.Fatalf("install --dry-run:\n%s", out)
 	}
-	a.fails(1, "clusterSelector", "catalog", "install", "pod-security-baseline", "--tenant", "acme", "--cluster-selector", "env in prod")
+	a.fails(1, "--cluster-selector: not a label selector", "catalog", "install", "pod-security-baseline", "--tenant", "acme", "--cluster-selector", "env in prod")
 	out = a.ok("catalog", "install", "pod-security-baseline", "--tenant", "acme")
 	if !strings.Contains(out, "catalog entry pod-security-baseline 1.0.0 installed in tenant acme") {
 		t.Fatalf("install:\n%s", out)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/api"
 	"github.com/portcullis-dev/portcullis/internal/envflag"
+	"github.com/portcullis-dev/portcullis/internal/inventory"
 	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/telemetry"
 )
@@ -94,6 +95,10 @@ type Config struct {
 	// GCMinHeap is the smallest heap goal the garbage collector works to
 	// (internal/gctune); 0 leaves Go's default.
 	GCMinHeap int64
+
+	// ProvisionalNamespaceTTL drops a provisional namespace (internal/
+	// inventory) that nothing proposed again or confirmed for this long.
+	ProvisionalNamespaceTTL time.Duration
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
@@ -134,6 +139,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.PublicWebhookURL, "public-webhook-url", "", "https URL at which apiservers reach the webhook listener, for generated cluster artifacts (default: the listener's own address)")
 	fs.StringVar(&c.WebhookCABundle, "webhook-ca-bundle", "", "PEM file that verifies the webhook's serving certificate, for generated cluster artifacts (default: the development CA, else --tls-cert)")
 	fs.DurationVar(&c.PolicyResync, "policy-resync", 10*time.Second, "how often cached policy versions are checked against the database (at most 30s)")
+	fs.DurationVar(&c.ProvisionalNamespaceTTL, "provisional-namespace-ttl", inventory.DefaultProvisionalTTL, "how long a namespace proposed by an allowed request stays provisional without being proposed again or confirmed; then it is dropped (at least 1m)")
 	fs.DurationVar(&c.DecisionRetention, "decision-retention", 30*24*time.Hour, "how long decisions are kept; older daily partitions are dropped (at least 24h)")
 	fs.IntVar(&c.DecisionBatchRows, "decision-batch-rows", 1000, "most decisions written by one COPY (a batch is also written every 200ms)")
 	fs.IntVar(&c.DecisionQueueSize, "decision-queue-size", 10_000, "decisions held in memory before they spill to --state-dir/decisions")
@@ -211,6 +217,8 @@ func (c Config) Validate() error {
 		return errors.New("--max-apply-documents must be at least 1")
 	case c.MaxHeaderBytes < 4096:
 		return errors.New("--max-header-bytes must be at least 4096")
+	case c.ProvisionalNamespaceTTL < time.Minute:
+		return errors.New("--provisional-namespace-ttl must be at least 1m")
 	case c.DecisionRetention < 24*time.Hour:
 		return errors.New("--decision-retention must be at least 24h: decisions are kept in daily partitions")
 	case c.DecisionBatchRows < 1:

@@ -42,6 +42,18 @@ func TestParseConfig(t *testing.T) {
 					t.Fatalf("decision settings: %+v", c)
 				}
 			}},
+		{name: "provisional namespace TTL", args: []string{"--dev", "--database-url", db}, env: map[string]string{"PORTCULLIS_PROVISIONAL_NAMESPACE_TTL": "2h"},
+			check: func(t *testing.T, c Config) {
+				if c.ProvisionalNamespaceTTL != 2*time.Hour {
+					t.Fatalf("ProvisionalNamespaceTTL %v", c.ProvisionalNamespaceTTL)
+				}
+			}},
+		{name: "provisional namespace TTL default", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
+			if c.ProvisionalNamespaceTTL != 24*time.Hour {
+				t.Fatalf("ProvisionalNamespaceTTL %v", c.ProvisionalNamespaceTTL)
+			}
+		}},
+		{name: "provisional namespace TTL too short", args: []string{"--dev", "--database-url", db, "--provisional-namespace-ttl", "10s"}, wantErr: "--provisional-namespace-ttl must be at least 1m"},
 		{name: "retention under a day", args: []string{"--dev", "--database-url", db, "--decision-retention", "1h"}, wantErr: "--decision-retention must be at least 24h"},
 		{name: "zero batch", args: []string{"--dev", "--database-url", db, "--decision-batch-rows", "0"}, wantErr: "--decision-batch-rows must be at least 1"},
 		{name: "zero queue", args: []string{"--dev", "--database-url", db, "--decision-queue-size", "0"}, wantErr: "--decision-queue-size must be at least 1"},

@@ -28,6 +28,14 @@ type fakeAPIServer struct {
 	// a stream and open another before the first is closed, so an event
 	// goes to all of them.
 	watchers map[chan string]bool
+	// crds is the CRD list it serves.
+	crds string
+}
+
+func (f *fakeAPIServer) setCRDs(list string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.crds = list
 }
 
 // send writes a namespace watch event (JSON) to every open stream.
@@ -55,7 +63,7 @@ const fakeCRDs = `{"kind":"CustomResourceDefinitionList","apiVersion":"apiextens
    "versions":[{"name":"v1","served":true,"storage":true}]}}]}`
 
 func newFakeAPIServer(t *testing.T) *fakeAPIServer {
-	f := &fakeAPIServer{watchers: map[chan string]bool{}}
+	f := &fakeAPIServer{watchers: map[chan string]bool{}, crds: fakeCRDs}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		list, kind := "", ""
@@ -63,7 +71,9 @@ func newFakeAPIServer(t *testing.T) *fakeAPIServer {
 		case "/api/v1/namespaces":
 			list, kind = fakeNamespaces, `"apiVersion":"v1","kind":"Namespace"`
 		case "/apis/apiextensions.k8s.io/v1/customresourcedefinitions":
-			list, kind = fakeCRDs, `"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition"`
+			f.mu.Lock()
+			list, kind = f.crds, `"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition"`
+			f.mu.Unlock()
 		default:
 			http.NotFound(w, r)
 			return
@@ -157,6 +167,15 @@ func TestNamespaceSync(t *testing.T) {
 	}
 	if crds, err := e.m.Inventory.ListCRDs(ctx, e.tenant.ID, e.cluster.ID); err != nil || len(crds) != 1 {
 		t.Fatalf("CRDs after the sync: %v %v", crds, err)
+	}
+	// A cluster whose CRDs were all removed empties the CRD inventory.
+	api.setCRDs(`{"kind":"CustomResourceDefinitionList","apiVersion":"apiextensions.k8s.io/v1","metadata":{"resourceVersion":"10"},"items":[]}`)
+	out = syncCLI.ok("namespaces", "sync", "--tenant", "acme", "--cluster", "prod", "--kubeconfig", kc)
+	if !strings.Contains(out, "0 CRDs") {
+		t.Fatalf("sync with no CRDs: %q", out)
+	}
+	if crds, err := e.m.Inventory.ListCRDs(ctx, e.tenant.ID, e.cluster.ID); err != nil || len(crds) != 0 {
+		t.Fatalf("CRDs after a sync of none: %v %v", crds, err)
 	}
 
 	// Learning from traffic is off while the sync runs.

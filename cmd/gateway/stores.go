@@ -88,7 +88,7 @@ func (m *Main) setupPolicies(bg context.Context) error {
 	}
 	m.Inventory = inventory.New(m.Pool)
 	m.Namespaces, err = inventory.NewCache(m.Inventory, inventory.Config{
-		Logger: m.Logger, Registry: m.Registry})
+		ProvisionalTTL: m.Config.ProvisionalNamespaceTTL, Logger: m.Logger, Registry: m.Registry})
 	if err != nil {
 		return fmt.Errorf("namespace inventory: %w", err)
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -257,4 +258,63 @@ func (e *env) installedVersions() map[string]string {
 		out[it.Name] = it.Installed
 	}
 	return out
+}
+
+// An upgrade applies the new objects and deletes the dropped ones in one
+// transaction: when a deletion fails, the tenant keeps the old version
+// whole, not the new objects beside the old left-overs.
+func TestCatalogUpgradeIsAllOrNothing(t *testing.T) {
+	e := newEnv(t)
+	e.doJSON(e.adminA, "POST", "/api/v1/tenants/a/catalog/trusted-registries/install", nil, http.StatusOK, nil)
+	// An older version: its param's annotation, a policy message edited
+	// since, and an object the catalog has dropped.
+	e.apply(e.adminA, "/api/v1/tenants/a/apply", `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: trusted-registries
+  namespace: default
+  labels: {catalog.portcullis.dev/entry: trusted-registries}
+  annotations: {catalog.portcullis.dev/version: "0.9.0"}
+data:
+  registries: 'quay.io/mine/'
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: trusted-registries-old
+  namespace: default
+  labels: {catalog.portcullis.dev/entry: trusted-registries}
+data: {}
+`)
+	var pol map[string]any
+	e.doJSON(e.viewerA, "GET", "/api/v1/tenants/a/objects/vap/trusted-registries", nil, http.StatusOK, &pol)
+	js, _ := json.Marshal(pol)
+	e.apply(e.adminA, "/api/v1/tenants/a/apply", strings.Replace(string(js), "images from untrusted registries", "bad images", 1))
+
+	// The database refuses the deletion of the dropped object.
+	if _, err := e.pool.Exec(context.Background(), `
+		CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+		CREATE TRIGGER refuse_delete BEFORE UPDATE ON policy_objects FOR EACH ROW
+		WHEN (NEW.deleted AND NOT OLD.deleted AND NEW.name = 'trusted-registries-old')
+		EXECUTE FUNCTION refuse_delete();`); err != nil {
+		t.Fatal(err)
+	}
+	if code, raw := e.do(e.adminA, "POST", "/api/v1/tenants/a/catalog/trusted-registries/upgrade", nil); code != http.StatusInternalServerError {
+		t.Fatalf("upgrade with a failing deletion = %d %s", code, raw)
+	}
+	var cm struct {
+		Metadata struct{ Annotations map[string]string }
+	}
+	e.doJSON(e.viewerA, "GET", "/api/v1/tenants/a/objects/ConfigMap/trusted-registries?namespace=default", nil, http.StatusOK, &cm)
+	if got := cm.Metadata.Annotations[catalog.AnnotationVersion]; got != "0.9.0" {
+		t.Fatalf("the param's version after a failed upgrade = %q", got)
+	}
+	e.doJSON(e.viewerA, "GET", "/api/v1/tenants/a/objects/vap/trusted-registries", nil, http.StatusOK, &pol)
+	if js, _ := json.Marshal(pol); !strings.Contains(string(js), "bad images") {
+		t.Fatal("a failed upgrade replaced the policy")
+	}
+	if code, _ := e.do(e.viewerA, "GET", "/api/v1/tenants/a/objects/ConfigMap/trusted-registries-old?namespace=default", nil); code != http.StatusOK {
+		t.Fatalf("a failed upgrade deleted the left-over object: %d", code)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -49,36 +50,41 @@ func (s *Server) upgradeCatalog(c *call) error {
 		return err
 	}
 	// The stored form of each new object, from a dry run.
-	outcomes, version, err := s.Policies.ApplyAll(c.ctx(), c.tenant.ID, c.principal.Name, docs, true)
+	outcomes, _, err := s.Policies.ApplyAll(c.ctx(), c.tenant.ID, c.principal.Name, docs, true)
 	if err != nil {
 		return err
 	}
 	if res.Diff, err = upgradeDiff(have, outcomes, e); err != nil {
 		return err
 	}
-	var removed []*policystore.Object
+	var (
+		removed []*policystore.Object
+		dels    []policystore.Deletion
+	)
 	kept := map[policystore.Ref]bool{}
 	for _, o := range outcomes {
 		kept[o.Object.Ref] = true
 	}
 	for _, h := range have {
 		if !kept[h.Ref] {
+			// The version the diff shows: an edit made since is not
+			// deleted unseen (409, and nothing changes).
 			removed = append(removed, h)
+			dels = append(dels, policystore.Deletion{Ref: h.Ref, ResourceVersion: strconv.FormatInt(h.ResourceVersion, 10)})
 		}
 	}
-	if dryRun {
-		res.ApplyResult = applyResult(outcomes, version, true)
-	} else if res.ApplyResult, err = s.applyCatalog(c, objs, false); err != nil {
+	// One transaction: should a deletion fail, the new version is not
+	// applied either, and the tenant keeps the old one whole.
+	outcomes, deleted, version, err := s.Policies.ApplyAndDelete(c.ctx(), c.tenant.ID, c.principal.Name, docs, dels, dryRun)
+	if err != nil {
 		return err
 	}
-	// The store has no transaction that spans an apply and deletes: should
-	// a delete fail, the new version is applied and an object the catalog
-	// dropped is left, labelled, for the next upgrade to remove.
-	for _, h := range removed {
-		d, err := s.Policies.Delete(c.ctx(), c.tenant.ID, c.principal.Name, h.Ref, policystore.DeleteOptions{DryRun: dryRun})
-		if err != nil {
-			return err
-		}
+	if !dryRun {
+		c.auditApply(outcomes)
+	}
+	res.ApplyResult = applyResult(outcomes, version, dryRun)
+	for i, h := range removed {
+		d := deleted[i]
 		if !dryRun {
 			c.audit(auditlog.Entry{Action: actionDelete, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name,
 				VersionBefore: versionPtr(d.VersionBefore), VersionAfter: versionPtr(d.Tombstone.Version),

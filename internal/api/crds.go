@@ -17,7 +17,7 @@ func (s *Server) crdRoutes() []route {
 			response: apiv1.List[json.RawMessage]{}, handle: s.listCRDs},
 		{method: "PUT", path: clusterPath + "/crds", access: clusterSync,
 			summary:  "Replace the cluster's CustomResourceDefinitions",
-			rawBody:  "CustomResourceDefinition objects (apiextensions.k8s.io/v1): a List or CustomResourceDefinitionList as `kubectl get crd -o yaml|json` prints it, or multi-document YAML",
+			rawBody:  "CustomResourceDefinition objects (apiextensions.k8s.io/v1): a List or CustomResourceDefinitionList as `kubectl get crd -o yaml|json` prints it, or multi-document YAML; an empty List says the cluster has none",
 			response: apiv1.CRDImport{}, handle: s.importCRDs},
 	}
 }
@@ -36,7 +36,9 @@ func (s *Server) listCRDs(c *call) error {
 }
 
 func (s *Server) importCRDs(c *call) error {
-	cl, objs, err := s.inventoryUpload(c)
+	// A cluster may have no CRDs at all: an empty List replaces the
+	// inventory with none.
+	cl, objs, err := s.inventoryUpload(c, splitSet)
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,8 @@ func TestCRDInventory(t *testing.T) {
 		{"a bad scope", crd + "metadata: {name: ws.example.com}\nspec: {group: example.com, names: {kind: W, plural: ws}, scope: Global, versions: [{name: v1, storage: true}]}\n", 422, "items[0].spec.scope: "},
 		{"a bad strategy", crd + "metadata: {name: ws.example.com}\nspec: {group: example.com, names: {kind: W, plural: ws}, scope: Cluster, conversion: {strategy: Magic}, versions: [{name: v1, storage: true}]}\n", 422, "items[0].spec.conversion.strategy: "},
 		{"empty", "", 400, ""},
+		{"comments only", "# kubectl printed nothing\n---\n", 400, ""},
+		{"a List without items", "apiVersion: v1\nkind: List\n", 422, "items[0].kind: "},
 	}
 	for _, b := range bad {
 		code, raw := e.do(e.adminA, "PUT", path, b.body)
@@ -95,5 +97,23 @@ func TestCRDInventory(t *testing.T) {
 	}
 	if code, _ := e.do(e.viewerA, "GET", "/api/v1/tenants/a/clusters/nope/crds", nil); code != 404 {
 		t.Fatalf("unknown cluster = %d", code)
+	}
+
+	// A cluster whose CRDs were all removed says so with an empty List,
+	// as kubectl get crd -o json|yaml prints it then.
+	for _, empty := range []string{
+		`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinitionList","items":[]}`,
+		"apiVersion: v1\nkind: List\nitems: []\n",
+	} {
+		e.doJSON(e.adminA, "PUT", path, crdsYAML, http.StatusOK, &imp)
+		imp = apiv1.CRDImport{CRDs: -1}
+		e.doJSON(e.adminA, "PUT", path, empty, http.StatusOK, &imp)
+		if imp.CRDs != 0 {
+			t.Fatalf("empty import %s = %+v", empty, imp)
+		}
+		e.doJSON(e.viewerA, "GET", path, nil, http.StatusOK, &l)
+		if len(l.Items) != 0 {
+			t.Fatalf("after an empty import %s: %d CRDs left", empty, len(l.Items))
+		}
 	}
 }

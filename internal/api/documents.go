@@ -23,36 +23,48 @@ import (
 // object comes back as JSON; list names them in errors: list[i] is the
 // i-th object, counted after Lists are expanded.
 func splitObjects(body []byte, list string) ([][]byte, error) {
+	out, _, err := splitBody(body, list)
+	if err == nil && len(out) == 0 {
+		return nil, fault.Errorf(fault.BadRequest, "the request body holds no objects: only empty or comment-only documents, or empty Lists")
+	}
+	return out, err
+}
+
+// splitSet is splitObjects for a body that replaces a whole set, where
+// none is a true answer (a cluster whose CRDs were all removed): an
+// explicit List with no items says so. A body with no List and no object
+// (empty, or comments only) is still refused: that is far more often a
+// wrong or truncated file than a statement.
+func splitSet(body []byte, list string) ([][]byte, error) {
+	out, lists, err := splitBody(body, list)
+	if err == nil && len(out) == 0 && lists == 0 {
+		return nil, fault.Errorf(fault.BadRequest, "the request body holds no objects: send an empty List (kind: List, items: []) to say that there are none")
+	}
+	return out, err
+}
+
+// splitBody splits body into objects and counts the Lists it expanded.
+func splitBody(body []byte, list string) ([][]byte, int, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, fault.Errorf(fault.BadRequest, "the request body is empty: send Kubernetes objects as YAML or JSON")
+		return nil, 0, fault.Errorf(fault.BadRequest, "the request body is empty: send Kubernetes objects as YAML or JSON")
 	}
-	var (
-		out [][]byte
-		err error
-	)
 	// As kubectl decides: a body that starts as JSON is JSON.
 	if trimmed[0] == '{' || trimmed[0] == '[' {
 		chunks, jsonErr := jsonChunks(trimmed)
 		if jsonErr != nil {
-			return nil, fault.InvalidField(fmt.Sprintf("%s[%d]", list, len(chunks)), "invalid JSON: %v", jsonErr)
+			return nil, 0, fault.InvalidField(fmt.Sprintf("%s[%d]", list, len(chunks)), "invalid JSON: %v", jsonErr)
 		}
-		out, err = objects(chunks, list)
-	} else {
-		out, err = objects(yamlChunks(body), list)
+		return objects(chunks, list)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fault.Errorf(fault.BadRequest, "the request body holds no objects: only empty or comment-only documents, or empty Lists")
-	}
-	return out, nil
+	return objects(yamlChunks(body), list)
 }
 
-// objects parses each chunk, skips the empty ones and expands Lists.
-func objects(chunks [][]byte, list string) ([][]byte, error) {
+// objects parses each chunk, skips the empty ones and expands Lists; it
+// counts the Lists.
+func objects(chunks [][]byte, list string) ([][]byte, int, error) {
 	var out [][]byte
+	lists := 0
 	bad := func(format string, args ...any) error {
 		return fault.InvalidField(fmt.Sprintf("%s[%d]", list, len(out)), format, args...)
 	}
@@ -69,6 +81,7 @@ func objects(chunks [][]byte, list string) ([][]byte, error) {
 		case map[string]any:
 			kind, _ := o["kind"].(string)
 			if items, ok := o["items"].([]any); ok && strings.HasSuffix(kind, "List") {
+				lists++
 				return add(items)
 			}
 			js, err := json.Marshal(o)
@@ -84,22 +97,22 @@ func objects(chunks [][]byte, list string) ([][]byte, error) {
 		// Strict: a key given twice is an error, never a silent choice.
 		js, err := yaml.YAMLToJSONStrict(chunk)
 		if err != nil {
-			return nil, bad("not valid YAML or JSON: %v", err)
+			return nil, 0, bad("not valid YAML or JSON: %v", err)
 		}
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(js))
 		dec.UseNumber() // integers pass through exactly, however large
 		if err := dec.Decode(&v); err != nil {
-			return nil, bad("not valid YAML or JSON: %v", err)
+			return nil, 0, bad("not valid YAML or JSON: %v", err)
 		}
 		if v == nil {
 			continue // an empty or comment-only document
 		}
 		if err := add(v); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return out, nil
+	return out, lists, nil
 }
 
 // jsonChunks splits a stream of JSON values.

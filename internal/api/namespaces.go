@@ -61,7 +61,7 @@ func listInventory[T any](c *call, items []T, name func(T) string, encode func(T
 }
 
 func (s *Server) importNamespaces(c *call) error {
-	cl, objs, err := s.inventoryUpload(c)
+	cl, objs, err := s.inventoryUpload(c, splitObjects)
 	if err != nil {
 		return err
 	}
@@ -89,8 +89,8 @@ func (s *Server) importNamespaces(c *call) error {
 }
 
 // inventoryUpload is the cluster of an inventory upload (PUT of a List or
-// multi-document YAML) and its objects, items[i] each.
-func (s *Server) inventoryUpload(c *call) (tenancy.Cluster, [][]byte, error) {
+// multi-document YAML) and its objects, items[i] each, as split reads them.
+func (s *Server) inventoryUpload(c *call, split func(body []byte, list string) ([][]byte, error)) (tenancy.Cluster, [][]byte, error) {
 	cl, err := s.cluster(c)
 	if err != nil {
 		return tenancy.Cluster{}, nil, err
@@ -99,6 +99,6 @@ func (s *Server) inventoryUpload(c *call) (tenancy.Cluster, [][]byte, error) {
 	if err != nil {
 		return tenancy.Cluster{}, nil, err
 	}
-	objs, err := splitObjects(body, "items")
+	objs, err := split(body, "items")
 	return cl, objs, err
 }

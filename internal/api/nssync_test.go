@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
@@ -14,6 +15,15 @@ func TestNamespaceSyncPushes(t *testing.T) {
 	var issued apiv1.TokenIssued
 	e.doJSON(e.adminA, "POST", "/api/v1/tokens", apiv1.TokenCreate{Name: "sync", Role: apiv1.RoleSync, Tenant: "a", Cluster: "prod"}, http.StatusCreated, &issued)
 	sync := issued.Secret
+	if issued.Token.Cluster != "prod" {
+		t.Fatalf("issued sync token = %+v", issued.Token)
+	}
+	// A sync token is scoped to its cluster, and a token list says which.
+	var tokens apiv1.List[apiv1.Token]
+	e.doJSON(e.adminA, "GET", "/api/v1/tokens", nil, http.StatusOK, &tokens)
+	if i := slices.IndexFunc(tokens.Items, func(tk apiv1.Token) bool { return tk.ID == issued.Token.ID }); i < 0 || tokens.Items[i].Cluster != "prod" {
+		t.Fatalf("the sync token in the token list: %+v", tokens.Items)
+	}
 	path := "/api/v1/tenants/a/clusters/prod/namespaces/sync"
 	ns := func(name string) json.RawMessage {
 		return json.RawMessage(`{"metadata":{"name":"` + name + `","labels":{"env":"prod"}}}`)

@@ -110,7 +110,7 @@ func cmdCatalogInstall(e *env, args []string) error {
 	raw, err := cl.sendJSON(e, http.MethodPost, apiPath("tenants", *tenant, "catalog", pos[0], "install"), dryRunQuery(*dryRun),
 		apiv1.CatalogInstall{Action: *action, ClusterSelector: *selector}, &res)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"action": "--action", "clusterSelector": "--cluster-selector"})
 	}
 	return e.emit(c, raw, func(w io.Writer) error {
 		if err := printApply(w, res.ApplyResult); err != nil {

@@ -40,7 +40,7 @@ func cmdClusterArtifacts(e *env, args []string) error {
 	var a apiv1.Artifacts
 	raw, err := cl.getJSON(e, apiPath("tenants", *tenant, "clusters", pos[0], "artifacts"), q, &a)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"webhookURL": "--webhook-url"})
 	}
 	a.Kubeconfig = "" // never sent without a credential; never overwrite one
 	written, err := writeArtifacts(*out, a)

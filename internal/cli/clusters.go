@@ -65,7 +65,7 @@ func cmdClusterCreate(e *env, args []string) error {
 	var created apiv1.ClusterCreated
 	raw, err := cl.sendJSON(e, http.MethodPost, apiPath("tenants", *tenant, "clusters"), nil, req, &created)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"labels": "--labels", "credential.webhookURL": "--webhook-url"})
 	}
 	if created.Credential == nil {
 		return fmt.Errorf("the server created cluster %q but issued no credential; issue one with `admin credential create --tenant %s --cluster %s --out %s`", pos[0], *tenant, pos[0], *out)
@@ -111,7 +111,7 @@ func cmdClusterList(e *env, args []string) error {
 	}
 	clusters, raw, err := listAll[apiv1.Cluster](e, cl, apiPath("tenants", *tenant, "clusters"), q)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"labelSelector": "--selector"})
 	}
 	return e.emit(c, raw, func(w io.Writer) error { return printClusters(w, e.now(), clusters) })
 }

@@ -129,7 +129,7 @@ func (e *env) issue(is issueFlags, body any, verb string, sub ...string) error {
 	var issued apiv1.CredentialIssued
 	raw, err := cl.sendJSON(e, http.MethodPost, path, nil, body, &issued)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"webhookURL": "--webhook-url", "expiresIn": "--expires", "grace": "--grace"})
 	}
 	return e.issued(is.conn, raw, issued, *is.out, verb)
 }

@@ -121,7 +121,7 @@ func cmdGet(e *env, args []string) error {
 	}
 	objs, raw, err := listAll[storedObject](e, cl, apiPath("tenants", *tenant, "objects"), q)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"labelSelector": "--selector"})
 	}
 	if name == "" {
 		return e.emit(c, raw, func(w io.Writer) error { return printObjects(w, e.now(), cat, objs) })

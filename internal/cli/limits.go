@@ -68,7 +68,8 @@ func cmdTenantSetLimits(e *env, args []string) error {
 	var l apiv1.TenantLimits
 	raw, err := cl.sendJSON(e, http.MethodPut, path, nil, o, &l)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"concurrentEvaluations": "--concurrent-evaluations",
+			"celCostPerRequest": "--cel-cost-per-request", "requestsPerSecond": "--requests-per-second"})
 	}
 	return e.emit(c, raw, func(w io.Writer) error { return printLimits(w, l) })
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -81,4 +82,25 @@ func (e *statusError) Error() string {
 		b.WriteString(where(c.Message))
 	}
 	return b.String()
+}
+
+// namingFlags makes an error answer about the request's fields name the
+// command's flags instead, as the user typed them: the API says
+// concurrentEvaluations, the user gave --concurrent-evaluations. flags maps
+// each API field to its flag; a field is rewritten only where it starts the
+// text, as a Status and its causes name it.
+func namingFlags(err error, flags map[string]string) error {
+	var se *statusError
+	if !errors.As(err, &se) || se.where != nil {
+		return err
+	}
+	se.where = func(s string) string {
+		for field, flag := range flags {
+			if rest, ok := strings.CutPrefix(s, field); ok && (rest == "" || strings.HasPrefix(rest, ": ")) {
+				return flag + rest
+			}
+		}
+		return s
+	}
+	return err
 }

@@ -162,3 +162,24 @@ team-label   MutatingAdmissionPolicy   2           Fail             IfNeeded    
 		t.Fatalf("tables:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// A sync token belongs to one cluster; the table says which.
+func TestTokenTable(t *testing.T) {
+	exp := now.Add(48 * time.Hour)
+	var b bytes.Buffer
+	if err := printTokens(&b, now, []apiv1.Token{
+		{ID: 1, Name: "root", Role: "operator", CreatedAt: now.Add(-3 * time.Hour)},
+		{ID: 2, Name: "prod-sync", Role: "sync", Tenant: "acme", Cluster: "prod-eu", CreatedBy: "root", CreatedAt: now.Add(-time.Hour), ExpiresAt: &exp},
+		{ID: 3, Name: "staging-sync", Role: "sync", Tenant: "acme", Cluster: "staging", CreatedBy: "root", CreatedAt: now.Add(-time.Hour)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := `ID   NAME           ROLE       TENANT   CLUSTER   STATUS   CREATED BY   EXPIRES   LAST USED   AGE
+1    root           operator   <none>   <none>    active   <none>       <none>    <never>     3h
+2    prod-sync      sync       acme     prod-eu   active   root         in 2d     <never>     60m
+3    staging-sync   sync       acme     staging   active   root         <none>    <never>     60m
+`
+	if b.String() != want {
+		t.Fatalf("tokens:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -49,7 +49,8 @@ func cmdTokenCreate(e *env, args []string) error {
 	raw, err := cl.sendJSON(e, http.MethodPost, apiPath("tokens"), nil,
 		apiv1.TokenCreate{Name: *name, Role: *role, Tenant: *tenant, Cluster: *cluster, ExpiresIn: *expires}, &issued)
 	if err != nil {
-		return err
+		return namingFlags(err, map[string]string{"name": "--name", "role": "--role", "tenant": "--tenant",
+			"cluster": "--cluster", "expiresIn": "--expires"})
 	}
 	return e.emit(c, raw, func(w io.Writer) error {
 		tk := issued.Token
@@ -89,9 +90,11 @@ func cmdTokenList(e *env, args []string) error {
 }
 
 func printTokens(w io.Writer, now time.Time, tokens []apiv1.Token) error {
-	t := newTable(w, "ID", "NAME", "ROLE", "TENANT", "STATUS", "CREATED BY", "EXPIRES", "LAST USED", "AGE")
+	// A sync token is scoped to one cluster: without its cluster, two
+	// clusters' sync tokens of a tenant would look the same.
+	t := newTable(w, "ID", "NAME", "ROLE", "TENANT", "CLUSTER", "STATUS", "CREATED BY", "EXPIRES", "LAST USED", "AGE")
 	for _, x := range tokens {
-		t.row(strconv.FormatInt(x.ID, 10), x.Name, x.Role, x.Tenant, credentialStatus(now, true, x.RevokedAt, x.ExpiresAt),
+		t.row(strconv.FormatInt(x.ID, 10), x.Name, x.Role, x.Tenant, x.Cluster, credentialStatus(now, true, x.RevokedAt, x.ExpiresAt),
 			x.CreatedBy, until(now, x.ExpiresAt), ago(now, x.LastUsedAt), age(now, x.CreatedAt))
 	}
 	return t.flush()

@@ -94,6 +94,8 @@ type PGRecorder struct {
 	replayMu      sync.Mutex // one replay at a time
 	lastReplayLog time.Time
 	lastDownLog   time.Time // writer goroutine only
+	// dropLog and syncLog limit the spill's failure lines (spilllog.go).
+	dropLog, syncLog logLimiter
 }
 
 // NewPGRecorder opens the spill directory and starts the writer and the
@@ -205,7 +207,7 @@ func (r *PGRecorder) writeLoop() {
 		case <-tick.C:
 			flush(context.Background())
 			if err := r.spool.sync(); err != nil {
-				r.cfg.Logger.Error("syncing the decision spill file failed", "error", err)
+				r.syncFailed(0, err)
 			}
 		case ctx := <-r.stop:
 		drain:
@@ -302,13 +304,27 @@ func (r *PGRecorder) spill(ds []*Decision, sync bool) {
 	// In the file, so replayed: spilled, even if it could not be synced.
 	r.m.spilled.Add(float64(n))
 	if err != nil {
-		r.cfg.Logger.Error("syncing the decision spill file failed: the decisions are in it but may not survive a crash of the machine",
-			"count", n, "error", err, "spill_dir", r.cfg.SpillDir)
+		r.syncFailed(n, err)
 	}
 }
 
+// syncFailed logs a failed fsync of the spill file about n decisions, at
+// most every spillLogEvery.
+func (r *PGRecorder) syncFailed(n int, err error) {
+	if ok, held, heldCount := r.syncLog.allow(n); ok {
+		r.cfg.Logger.Error("syncing the decision spill file failed: the decisions are in it but may not survive a crash of the machine",
+			"count", n, "error", err, "spill_dir", r.cfg.SpillDir,
+			"suppressed", held, "suppressed_count", heldCount)
+	}
+}
+
+// drop counts n decisions lost, every one, and logs it at most every
+// spillLogEvery, with the losses held back since the last line.
 func (r *PGRecorder) drop(n int, err error) {
 	r.m.dropped.Add(float64(n))
-	r.cfg.Logger.Error("DECISIONS LOST: they could not be written to the database nor to the spill file",
-		"count", n, "error", err, "spill_dir", r.cfg.SpillDir)
+	if ok, held, heldCount := r.dropLog.allow(n); ok {
+		r.cfg.Logger.Error("DECISIONS LOST: they could not be written to the database nor to the spill file",
+			"count", n, "error", err, "spill_dir", r.cfg.SpillDir,
+			"suppressed", held, "suppressed_count", heldCount)
+	}
 }

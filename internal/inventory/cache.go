@@ -26,6 +26,10 @@ type Config struct {
 	QueueSize   int // learned writes waiting for the database; default 10,000
 	Logger      *slog.Logger
 	Registry    *prometheus.Registry
+
+	// ProvisionalTTL drops a provisional namespace that nothing proposed
+	// again or confirmed for this long; default DefaultProvisionalTTL.
+	ProvisionalTTL time.Duration
 }
 
 // Cache serves each cluster's inventory from memory, per (tenant,
@@ -50,6 +54,9 @@ func NewCache(store *Store, cfg Config) (*Cache, error) {
 	}
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 10_000
+	}
+	if cfg.ProvisionalTTL <= 0 {
+		cfg.ProvisionalTTL = DefaultProvisionalTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -279,13 +286,19 @@ func (n *Cache) notified(payload string) {
 	})
 }
 
-// Run writes learned namespaces and applies notified changes until ctx
-// ends.
+// Run writes learned namespaces, applies notified changes and expires
+// provisional namespaces until ctx ends.
 func (n *Cache) Run(ctx context.Context) error {
+	expire := time.NewTicker(provisionalExpiryEvery(n.cfg.ProvisionalTTL))
+	defer expire.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-expire.C:
+			if err := n.expireProvisional(ctx); err != nil && ctx.Err() == nil {
+				n.cfg.Logger.Warn("namespace inventory expiry failed; trying again later", "error", err)
+			}
 		case fn := <-n.queue:
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			if err := fn(wctx); err != nil && ctx.Err() == nil {

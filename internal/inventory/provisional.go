@@ -2,9 +2,18 @@ package inventory
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 )
+
+// DefaultProvisionalTTL is how long a provisional namespace lasts without
+// being proposed again or confirmed (Config.ProvisionalTTL).
+const DefaultProvisionalTTL = 24 * time.Hour
 
 // GetProvisional returns what an allowed request proposed for the
 // namespace and nothing has confirmed yet.
@@ -15,4 +24,66 @@ func (s *Store) GetProvisional(ctx context.Context, tenantID, clusterID int64, n
 // ListProvisional returns the cluster's provisional namespaces, by name.
 func (s *Store) ListProvisional(ctx context.Context, tenantID, clusterID int64) ([]*corev1.Namespace, error) {
 	return s.listNamespaces(ctx, tenantID, clusterID, provisionalTable)
+}
+
+// ExpireAllProvisional deletes, in every tenant, the provisional namespaces
+// last proposed more than ttl ago, and returns the clusters that had any.
+// A proposal that nothing confirmed for that long was most likely rejected
+// after the gateway allowed it (or the namespace was never touched again):
+// kept for ever, such proposals only accumulate. Each affected cluster's
+// inventory is reloaded on every replica.
+func (s *Store) ExpireAllProvisional(ctx context.Context, ttl time.Duration) ([]clusterKey, error) {
+	var keys []clusterKey
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `WITH gone AS (
+				DELETE FROM cluster_namespaces_provisional WHERE updated_at < now() - $1::interval
+				RETURNING tenant_id, cluster_id)
+			SELECT DISTINCT tenant_id, cluster_id FROM gone ORDER BY 1, 2`,
+			fmt.Sprintf("%d milliseconds", ttl.Milliseconds()))
+		if err != nil {
+			return err
+		}
+		keys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (clusterKey, error) {
+			var k clusterKey
+			return k, row.Scan(&k.tenant, &k.cluster)
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			// An empty name reloads the cluster's whole inventory.
+			if err := pgnotify.Notify(ctx, tx, ChannelNamespaces, fmt.Sprintf("%d:%d:", k.tenant, k.cluster)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return keys, err
+}
+
+// provisionalExpiryEvery is how often Run expires provisional namespaces:
+// a quarter of the TTL, at most every 10 minutes (each replica runs one
+// DELETE over a small table).
+func provisionalExpiryEvery(ttl time.Duration) time.Duration {
+	return min(ttl/4, 10*time.Minute)
+}
+
+// expireProvisional expires the provisional namespaces older than the TTL
+// and reloads the affected clusters this replica holds at once; other
+// replicas hear of it by notification.
+func (n *Cache) expireProvisional(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	keys, err := n.store.ExpireAllProvisional(ctx, n.cfg.ProvisionalTTL)
+	if err != nil {
+		return fmt.Errorf("expiring provisional namespaces: %w", err)
+	}
+	for _, k := range keys {
+		if _, ok := n.lru.Peek(k); ok {
+			if _, err := n.load(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

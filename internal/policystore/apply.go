@@ -52,12 +52,41 @@ type ApplyOutcome struct {
 // A param whose kind is the paramKind of no policy (the stored ones and
 // those of this apply) is stored with a warning: it is most likely a typo.
 func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, docs [][]byte, dryRun bool) ([]ApplyOutcome, int64, error) {
+	out, _, version, err := s.ApplyAndDelete(ctx, tenantID, author, docs, nil, dryRun)
+	return out, version, err
+}
+
+// Deletion is an object for ApplyAndDelete to delete, with its
+// resourceVersion precondition ("" for none).
+type Deletion struct {
+	Ref             Ref
+	ResourceVersion string
+}
+
+// ApplyAndDelete is ApplyAll followed by the deletion of dels, all in one
+// transaction: if the apply or any deletion fails, nothing is written. It
+// replaces a set of objects with another (a catalog upgrade), so that the
+// tenant never runs a mix of the old and the new set. The deletions take
+// the versions after the apply's, in order. An object both applied and
+// deleted is refused: the result would depend on the order.
+func (s *Store) ApplyAndDelete(ctx context.Context, tenantID int64, author string, docs [][]byte, dels []Deletion, dryRun bool) ([]ApplyOutcome, []DeleteResult, int64, error) {
 	ds, rvs, err := decodeAll("documents", docs)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
+	}
+	applied := make(map[Ref]bool, len(ds))
+	for _, d := range ds {
+		applied[d.ref] = true
+	}
+	for i, del := range dels {
+		if applied[del.Ref] {
+			return nil, nil, 0, fault.Errorf(fault.BadRequest, "deletions[%d]: %s is applied by the same request",
+				i, objectLabel(del.Ref.GroupKind(), del.Ref.Name))
+		}
 	}
 	var (
 		out     []ApplyOutcome
+		deleted []DeleteResult
 		version int64
 	)
 	err = s.inTxDry(ctx, dryRun, func(tx pgx.Tx) error {
@@ -88,12 +117,23 @@ func (s *Store) ApplyAll(ctx context.Context, tenantID int64, author string, doc
 			}
 			out[i] = ApplyOutcome{Object: w.obj, Action: action, VersionBefore: w.before}
 		}
-		return paramWarnings(ctx, tx, tenantID, ds, out)
+		if err := paramWarnings(ctx, tx, tenantID, ds, out); err != nil {
+			return err
+		}
+		deleted = make([]DeleteResult, len(dels))
+		for i, del := range dels {
+			d, err := s.deleteObject(ctx, tx, tenantID, author, del.Ref, del.ResourceVersion)
+			if err != nil {
+				return err
+			}
+			deleted[i], version = d, d.Tombstone.Version
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	return out, version, nil
+	return out, deleted, version, nil
 }
 
 // inDocument says which document a write error is about.

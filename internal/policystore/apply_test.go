@@ -266,3 +266,58 @@ func TestApplyAllIsOneHeadMove(t *testing.T) {
 		t.Fatalf("history of p2 = %+v, %v", h, err)
 	}
 }
+
+// ApplyAndDelete replaces a set of objects with another in one
+// transaction: a deletion that fails leaves the apply unwritten too, so the
+// tenant never runs half of each set.
+func TestApplyAndDeleteIsAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	s := New(pool)
+	tenant := pgtest.InsertTenant(t, pool)
+	if _, _, err := s.ApplyAll(ctx, tenant, "alice", docs(string(vap(5)), bindingYAML, limitsParam), false); err != nil {
+		t.Fatal(err)
+	}
+	refLimits := Ref{Kind: "ConfigMap", Namespace: "prod", Name: "limits"}
+	refBinding := Ref{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding", Name: "max-replicas-binding"}
+	missing := Ref{Kind: "ConfigMap", Namespace: "prod", Name: "never-there"}
+
+	failures := []struct {
+		name string
+		dels []Deletion
+		code fault.Code
+	}{
+		{"a deletion of a missing object", []Deletion{{Ref: refLimits}, {Ref: missing}}, fault.NotFound},
+		{"a stale precondition", []Deletion{{Ref: refLimits, ResourceVersion: "2"}}, fault.Conflict},
+		{"an object both applied and deleted", []Deletion{{Ref: refVAP}}, fault.BadRequest},
+	}
+	for _, f := range failures {
+		for _, dry := range []bool{true, false} {
+			_, _, _, err := s.ApplyAndDelete(ctx, tenant, "bob", docs(string(vap(7))), f.dels, dry)
+			if fault.ErrorCode(err) != f.code {
+				t.Errorf("%s (dry run %v): err = %v, want %s", f.name, dry, err, f.code)
+			}
+		}
+		if v, _ := s.TenantVersion(ctx, tenant); v != 3 {
+			t.Fatalf("%s: the tenant's version moved to %d", f.name, v)
+		}
+		if p, err := s.Get(ctx, tenant, refVAP); err != nil || p.ResourceVersion != 1 {
+			t.Fatalf("%s: the apply was written: %+v %v", f.name, p, err)
+		}
+		if _, err := s.Get(ctx, tenant, refLimits); err != nil {
+			t.Fatalf("%s: a deletion was written: %v", f.name, err)
+		}
+	}
+
+	out, deleted, v, err := s.ApplyAndDelete(ctx, tenant, "bob", docs(string(vap(7))),
+		[]Deletion{{Ref: refLimits, ResourceVersion: "3"}, {Ref: refBinding}}, false)
+	if err != nil || v != 6 || len(out) != 1 || out[0].Object.ResourceVersion != 4 || len(deleted) != 2 ||
+		deleted[0].Tombstone.Version != 5 || deleted[0].VersionBefore != 3 || deleted[1].Tombstone.Version != 6 {
+		t.Fatalf("apply and delete = %+v %+v version %d, %v", out, deleted, v, err)
+	}
+	for _, r := range []Ref{refLimits, refBinding} {
+		if _, err := s.Get(ctx, tenant, r); fault.ErrorCode(err) != fault.NotFound {
+			t.Fatalf("%v after its deletion: %v", r, err)
+		}
+	}
+}

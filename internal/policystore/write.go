@@ -55,38 +55,45 @@ func (s *Store) Apply(ctx context.Context, tenantID int64, author string, data [
 func (s *Store) Delete(ctx context.Context, tenantID int64, author string, ref Ref, opts DeleteOptions) (DeleteResult, error) {
 	var out DeleteResult
 	err := s.inTxDry(ctx, opts.DryRun, func(tx pgx.Tx) error {
-		version, err := s.bumpVersion(ctx, tx, tenantID)
-		if err != nil {
-			return err
-		}
-		cur, err := getObject(ctx, tx, tenantID, ref, true)
-		if err != nil {
-			return err
-		}
-		if cur == nil || cur.Deleted {
-			return notFound(ref.GroupKind(), ref.Name)
-		}
-		if err := checkPrecondition(cur, ref, opts.ResourceVersion); err != nil {
-			return err
-		}
-		now := time.Now().UTC()
-		if _, err := tx.Exec(ctx, `UPDATE policy_objects SET deleted = true, version = $6, updated_at = $7
-			WHERE tenant_id = $1 AND api_group = $2 AND kind = $3 AND namespace = $4 AND name = $5`,
-			tenantID, ref.Group, ref.Kind, ref.Namespace, ref.Name, version, now); err != nil {
-			return err
-		}
-		tomb := &Version{Ref: ref, APIVersion: cur.APIVersion, Version: version, Operation: OpDelete,
-			Author: author, CreatedAt: now}
-		if err := insertVersion(ctx, tx, tenantID, tomb, nil); err != nil {
-			return err
-		}
-		out = DeleteResult{Tombstone: tomb, VersionBefore: cur.ResourceVersion}
-		return nil
+		var err error
+		out, err = s.deleteObject(ctx, tx, tenantID, author, ref, opts.ResourceVersion)
+		return err
 	})
 	if err != nil {
 		return DeleteResult{}, err
 	}
 	return out, nil
+}
+
+// deleteObject writes the tombstone of ref as the tenant's next version;
+// rv, if not empty, is a precondition as in Apply.
+func (s *Store) deleteObject(ctx context.Context, tx pgx.Tx, tenantID int64, author string, ref Ref, rv string) (DeleteResult, error) {
+	version, err := s.bumpVersion(ctx, tx, tenantID)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	cur, err := getObject(ctx, tx, tenantID, ref, true)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	if cur == nil || cur.Deleted {
+		return DeleteResult{}, notFound(ref.GroupKind(), ref.Name)
+	}
+	if err := checkPrecondition(cur, ref, rv); err != nil {
+		return DeleteResult{}, err
+	}
+	now := time.Now().UTC()
+	if _, err := tx.Exec(ctx, `UPDATE policy_objects SET deleted = true, version = $6, updated_at = $7
+		WHERE tenant_id = $1 AND api_group = $2 AND kind = $3 AND namespace = $4 AND name = $5`,
+		tenantID, ref.Group, ref.Kind, ref.Namespace, ref.Name, version, now); err != nil {
+		return DeleteResult{}, err
+	}
+	tomb := &Version{Ref: ref, APIVersion: cur.APIVersion, Version: version, Operation: OpDelete,
+		Author: author, CreatedAt: now}
+	if err := insertVersion(ctx, tx, tenantID, tomb, nil); err != nil {
+		return DeleteResult{}, err
+	}
+	return DeleteResult{Tombstone: tomb, VersionBefore: cur.ResourceVersion}, nil
 }
 
 // Rollback writes a new version of the object equal to its version
