@@ -58,7 +58,8 @@ func (s *Server) login(r *request) error {
 			Message: "Sign-in failed: that token is not valid. It may be mistyped, expired or revoked."})
 	}
 	if err != nil {
-		return err
+		s.Logger.Error("UI session not created", "error", err)
+		return &apiError{Code: http.StatusServiceUnavailable, Message: "the session cannot be stored: the database is unavailable; try again shortly"}
 	}
 	setCookie(r.w, sessionCookie, sess.id, sess.expires.Sub(s.Now()))
 	setCookie(r.w, loginCSRFCookie, "", 0)

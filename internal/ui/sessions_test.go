@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
 // replica is a second UI server on the same database and admin API, as a
@@ -230,5 +233,35 @@ func TestNoSecretInSessionStore(t *testing.T) {
 				t.Errorf("the %s is in the session table:\n%s", name, dump)
 			}
 		}
+	}
+}
+
+// downStore is the session store with the database gone.
+type downStore struct{ uisession.Store }
+
+func (downStore) FindSession(context.Context, []byte, time.Time, time.Time) (uisession.Session, error) {
+	return uisession.Session{}, errors.New("connection refused")
+}
+
+func (downStore) CreateSession(context.Context, uisession.Session, time.Time) error {
+	return errors.New("connection refused")
+}
+
+// TestSessionStoreDown: without the database a page says so with 503; it
+// neither signs the browser out nor lets it in.
+func TestSessionStoreDown(t *testing.T) {
+	e := newEnv(t)
+	b := e.signIn(e.operator)
+	e.ui.sessions.store = downStore{e.ui.sessions.store}
+	code, page := b.get("/ui/tenants")
+	if code != http.StatusServiceUnavailable || !strings.Contains(page, "the database is unavailable") {
+		t.Errorf("a page with the session store down = %d:\n%.500s", code, page)
+	}
+	code, page = e.browser().login(e.operator)
+	if code != http.StatusServiceUnavailable || !strings.Contains(page, "the session cannot be stored") {
+		t.Errorf("sign-in with the session store down = %d:\n%.500s", code, page)
+	}
+	if b.sessionID() == "" {
+		t.Error("the session cookie was dropped")
 	}
 }
