@@ -3,8 +3,10 @@
 // cmd/gateway's TestBrowserUI, which runs this file with node --test).
 //
 // The environment names the gateway: UI_URL (admin listener), WEBHOOK_URL,
-// CA_FILE (the gateway's development CA), TOKEN (an operator token), and
-// optionally SHOTS, a directory for the screenshots of docs/ui.md.
+// CA_FILE (the gateway's development CA), TOKEN (an operator token),
+// OTHER_UI_URL (the admin listener of a second replica on the same
+// database), and optionally SHOTS, a directory for the screenshots of
+// docs/ui.md.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, mkdirSync } from "node:fs";
@@ -14,7 +16,7 @@ import { chromium } from "playwright-core";
 
 const require = createRequire(import.meta.url);
 const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
-const { UI_URL, WEBHOOK_URL, CA_FILE, TOKEN, SHOTS } = process.env;
+const { UI_URL, OTHER_UI_URL, WEBHOOK_URL, CA_FILE, TOKEN, SHOTS } = process.env;
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 
 const policy = `apiVersion: admissionregistration.k8s.io/v1
@@ -158,6 +160,14 @@ test("the web UI end to end", async (t) => {
     await check("tenants");
   }));
 
+  await t.test("another replica serves the same session", diag(async () => {
+    // Both listen on localhost, and cookies do not care about the port.
+    await page.goto(`${OTHER_UI_URL}/ui/tenants`);
+    assert.match(page.url(), /\/ui\/tenants$/, "the second replica sent the browser to sign in");
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    await page.goto(`${UI_URL}/ui/tenants`);
+  }));
+
   await t.test("create a tenant and a cluster, download its files", diag(async () => {
     await page.getByLabel("Name", { exact: true }).fill("shop");
     await page.getByLabel("Display name (optional)").fill("Shop & Co <team>");
@@ -295,6 +305,9 @@ test("the web UI end to end", async (t) => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     await page.goto(`${UI_URL}/ui/t/shop/clusters`);
+    assert.match(page.url(), /\/ui\/login$/);
+    // Signed out of the other replica too.
+    await page.goto(`${OTHER_UI_URL}/ui/t/shop/clusters`);
     assert.match(page.url(), /\/ui\/login$/);
   }));
 });
