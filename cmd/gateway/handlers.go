@@ -91,9 +91,10 @@ func (m *Main) setupAdminAPI() error {
 	}
 	api := m.AdminAPI.Handler()
 	m.AdminMux.Handle("/api/", api)
-	// The web UI calls the API's handler in-process with the signed-in
-	// user's token, so it has exactly the API's authorization.
-	web, err := (&ui.Server{API: api, Logger: m.Logger}).Handler()
+	// The web UI calls the API's handler in-process as the signed-in
+	// user's token, so it has exactly the API's authorization; its
+	// sessions are in the database, so any replica serves any browser.
+	web, err := (&ui.Server{API: api, Logger: m.Logger, Sessions: m.AdminAPI.Tokens}).Handler()
 	if err != nil {
 		return fmt.Errorf("web UI: %w", err)
 	}

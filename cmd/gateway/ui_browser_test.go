@@ -20,7 +20,11 @@ import (
 // so it is built only with -tags browser: `make test-ui` installs them
 // and runs it, and `make test` runs `make test-ui`.
 func TestBrowserUI(t *testing.T) {
-	m := startMain(t, testConfig(t, pgtest.URL(t)))
+	db := pgtest.URL(t)
+	m := startMain(t, testConfig(t, db))
+	// A second replica on the same database: the suite checks that a
+	// browser's session works on both.
+	other := startMain(t, testConfig(t, db))
 	token, err := adminauth.NewStore(m.Pool).Bootstrap(context.Background(), "ui-test")
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +37,7 @@ func TestBrowserUI(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "ui.test.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "UI_URL="+m.AdminURL(), "WEBHOOK_URL="+m.WebhookURL(), "CA_FILE="+m.CAFile, "TOKEN="+token)
+	cmd.Env = append(os.Environ(), "UI_URL="+m.AdminURL(), "OTHER_UI_URL="+other.AdminURL(), "WEBHOOK_URL="+m.WebhookURL(), "CA_FILE="+m.CAFile, "TOKEN="+token)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("browser suite: %v", err)

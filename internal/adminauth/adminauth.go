@@ -112,12 +112,24 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 	if !strings.HasPrefix(token, Prefix) {
 		return Principal{}, ErrUnauthenticated
 	}
+	// The lookup is by hash: an index probe on a SHA-256 leaks nothing
+	// useful about the secret through timing.
+	return s.authenticate(ctx, "k.token_hash = $1", Hash(token))
+}
+
+// AuthenticateID returns the principal of the valid token id: the web
+// UI's calls, whose session names its token but never holds its secret
+// (uisession.WithToken). Revoked, expired and unknown tokens are
+// ErrUnauthenticated, as in Authenticate.
+func (s *Store) AuthenticateID(ctx context.Context, id int64) (Principal, error) {
+	return s.authenticate(ctx, "k.id = $1", id)
+}
+
+func (s *Store) authenticate(ctx context.Context, where string, arg any) (Principal, error) {
 	var p Principal
 	var role string
 	var tenantID, clusterID *int64
 	var tenantName, clusterName *string
-	// The lookup is by hash: an index probe on a SHA-256 leaks nothing
-	// useful about the secret through timing.
 	// last_used_at is written at most once a minute per token, in the same
 	// round trip, so that busy scripts do not turn every call into a write.
 	err := s.pool.QueryRow(ctx, `
@@ -125,13 +137,13 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Principal, erro
 			SELECT k.id, k.name, k.role, k.expires_at, k.tenant_id, t.name AS tenant, k.last_used_at,
 				k.cluster_id, c.name AS cluster
 			FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id LEFT JOIN clusters c ON c.id = k.cluster_id
-			WHERE k.token_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+			WHERE `+where+` AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
 		), used AS (
 			UPDATE admin_tokens SET last_used_at = now()
 			WHERE id = (SELECT id FROM k) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
 		)
 		SELECT id, name, role, expires_at, tenant_id, tenant, cluster_id, cluster FROM k`,
-		Hash(token)).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt, &tenantID, &tenantName, &clusterID, &clusterName)
+		arg).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt, &tenantID, &tenantName, &clusterID, &clusterName)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated
 	}

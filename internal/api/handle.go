@@ -11,6 +11,7 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
+	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
 // handle authenticates, authorizes, resolves {tenant} and runs rt.
@@ -45,11 +46,20 @@ func (s *Server) authorize(c *call) error {
 	if c.rt.access == public {
 		return nil
 	}
-	token, ok := strings.CutPrefix(c.r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return fault.Errorf(fault.Unauthenticated, "an admin token is required: Authorization: Bearer <token>")
+	var p adminauth.Principal
+	var err error
+	if id, ok := uisession.Token(c.ctx()); ok {
+		// An in-process call of the web UI for a session it found: the
+		// session names its token, which is checked here as a bearer
+		// token is, so a revoked token stops the UI on every replica.
+		p, err = s.Tokens.AuthenticateID(c.ctx(), id)
+	} else {
+		token, ok := strings.CutPrefix(c.r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return fault.Errorf(fault.Unauthenticated, "an admin token is required: Authorization: Bearer <token>")
+		}
+		p, err = s.Tokens.Authenticate(c.ctx(), strings.TrimSpace(token))
 	}
-	p, err := s.Tokens.Authenticate(c.ctx(), strings.TrimSpace(token))
 	if errors.Is(err, adminauth.ErrUnauthenticated) {
 		return &fault.Error{Code: fault.Unauthenticated, Message: err.Error()}
 	}

@@ -36,7 +36,10 @@ func BenchmarkDecisionsPage(b *testing.B) {
 	if err := e.ui.call(context.Background(), e.adminA, "GET", p("whoami"), nil, nil, &who); err != nil {
 		b.Fatal(err)
 	}
-	sess := e.ui.sessions.create(e.adminA, who, time.Hour)
+	sess, err := e.ui.sessions.create(context.Background(), who)
+	if err != nil {
+		b.Fatal(err)
+	}
 	get := func(b *testing.B, path string) string {
 		req := httptest.NewRequest("GET", path, nil)
 		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: sess.id})

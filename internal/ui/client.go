@@ -59,7 +59,8 @@ func p(segments ...string) string {
 	return sb.String()
 }
 
-// call runs one admin API request in-process as token, and decodes a
+// call runs one admin API request in-process as token (or as the token
+// that ctx names, uisession.WithToken), and decodes a
 // success answer into out (unless nil). body is sent as JSON unless it is
 // a []byte, which is sent as YAML.
 func (s *Server) call(ctx context.Context, token, method, path string, q url.Values, body, out any) error {
@@ -85,7 +86,9 @@ func (s *Server) call(ctx context.Context, token, method, path string, q url.Val
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
@@ -131,6 +134,7 @@ type whoAmI struct {
 	Name      string     `json:"name"`
 	Role      string     `json:"role"`
 	Tenant    string     `json:"tenant,omitempty"`
+	TokenID   int64      `json:"tokenId"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 

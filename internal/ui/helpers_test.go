@@ -66,7 +66,7 @@ func newEnv(t testing.TB) *env {
 	a.Namespaces = func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
 		return evaluator.NamespaceMap{}, nil
 	}
-	e := &env{t: t, api: a, ui: &Server{API: a.Handler(), Logger: logger}, pool: pool}
+	e := &env{t: t, api: a, ui: &Server{API: a.Handler(), Logger: logger, Sessions: a.Tokens}, pool: pool}
 	h, err := e.ui.Handler()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
 func (s *Server) loginPage(r *request) error {
@@ -49,7 +51,16 @@ func (s *Server) login(r *request) error {
 		return err
 	}
 	s.throttle.succeed(addr)
-	sess := s.sessions.create(token, who, s.SessionTTL)
+	sess, err := s.sessions.create(r.r.Context(), who)
+	if errors.Is(err, uisession.ErrNotFound) {
+		// Revoked or expired since whoami answered.
+		return s.renderLogin(r, http.StatusUnauthorized, &apiError{Code: http.StatusUnauthorized,
+			Message: "Sign-in failed: that token is not valid. It may be mistyped, expired or revoked."})
+	}
+	if err != nil {
+		s.Logger.Error("UI session not created", "error", err)
+		return &apiError{Code: http.StatusServiceUnavailable, Message: "the session cannot be stored: the database is unavailable; try again shortly"}
+	}
 	setCookie(r.w, sessionCookie, sess.id, sess.expires.Sub(s.Now()))
 	setCookie(r.w, loginCSRFCookie, "", 0)
 	http.Redirect(r.w, r.r, "/ui/", http.StatusSeeOther)
@@ -57,7 +68,9 @@ func (s *Server) login(r *request) error {
 }
 
 func (s *Server) logout(r *request) error {
-	s.sessions.delete(r.sess.id)
+	if err := s.sessions.delete(r.r.Context(), r.sess); err != nil {
+		return err
+	}
 	setCookie(r.w, sessionCookie, "", 0)
 	r.sess = nil
 	return s.renderLogin(r, http.StatusOK, nil)

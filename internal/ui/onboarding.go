@@ -64,7 +64,9 @@ func (s *Server) createCluster(r *request) error {
 
 // showIssued shows a new credential's onboarding steps and files, once.
 func (s *Server) showIssued(r *request, t, cluster string, c apiv1.CredentialIssued) error {
-	s.sessions.setIssued(r.sess, &issued{Tenant: t, Cluster: cluster, Credential: c})
+	if err := s.sessions.setIssued(r.r.Context(), r.sess, &issued{Tenant: t, Cluster: cluster, Credential: c}); err != nil {
+		return err
+	}
 	r.w.Header().Set("Cache-Control", "no-store")
 	return r.page("onboarding", r.view("Onboard cluster "+cluster, "clusters", map[string]any{
 		"Cluster": cluster, "Issued": c, "Files": artifactFiles}))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
 // request is one page request.
@@ -33,9 +35,9 @@ type view struct {
 
 func (r *request) tenant() string { return r.r.PathValue("tenant") }
 
-// api calls the admin API as the signed-in user.
+// api calls the admin API as the session's token.
 func (r *request) api(method, path string, q url.Values, body, out any) error {
-	return r.s.call(r.r.Context(), r.sess.token, method, path, q, body, out)
+	return r.s.call(uisession.WithToken(r.r.Context(), r.sess.tokenID), "", method, path, q, body, out)
 }
 
 func (r *request) htmx() bool { return r.r.Header.Get("HX-Request") == "true" }
@@ -47,7 +49,11 @@ func (r *request) view(title, nav string, data any) *view {
 		if v.Tenant == "" {
 			v.Tenant = r.sess.who.Tenant
 		}
-		v.Flash = r.s.sessions.takeFlash(r.sess)
+		var err error
+		if v.Flash, err = r.s.sessions.takeFlash(r.r.Context(), r.sess); err != nil {
+			// Shown again on the next page, at worst.
+			r.s.Logger.Warn("UI session message not cleared", "error", err)
+		}
 	}
 	return v
 }
@@ -65,7 +71,9 @@ func (r *request) fragment(page, name string, v *view) error {
 // redirect answers a POST with 303 to a page, carrying a one-time message.
 func (r *request) redirect(to, flash string) error {
 	if flash != "" && r.sess != nil {
-		r.s.sessions.setFlash(r.sess, flash)
+		if err := r.s.sessions.setFlash(r.r.Context(), r.sess, flash); err != nil {
+			return err
+		}
 	}
 	if r.htmx() {
 		r.w.Header().Set("HX-Location", to)
@@ -97,7 +105,10 @@ func (r *request) fail(err error) {
 		e = &apiError{Code: http.StatusInternalServerError, Message: "something went wrong on the server; it has been logged"}
 	}
 	if e.Code == http.StatusUnauthorized && r.sess != nil {
-		r.s.sessions.delete(r.sess.id)
+		if err := r.s.sessions.delete(r.r.Context(), r.sess); err != nil {
+			// The token no longer works, so neither does the session.
+			r.s.Logger.Warn("UI session not deleted", "error", err)
+		}
 		setCookie(r.w, sessionCookie, "", 0)
 		r.redirect("/ui/login", "")
 		return

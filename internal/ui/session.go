@@ -1,13 +1,20 @@
 package ui
 
 import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"net"
+	"encoding/json"
+	"errors"
 	"net/http"
-	"sync"
 	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
 // Cookie names. The __Host- prefix makes the browser refuse them unless
@@ -22,31 +29,32 @@ const (
 	csrfHeader      = "X-CSRF-Token"
 )
 
-// session is one signed-in browser. It lives in this process only: a
-// gateway restart signs everyone out, and with several admin replicas the
-// load balancer must keep a browser on one (sessions are not shared).
+// session is one signed-in browser, as found in the shared store for this
+// request. The id comes from the cookie and is never stored: the store
+// knows the session by the id's SHA-256, and whatever else needs a secret
+// (the CSRF token, the key that seals an issued credential) is derived
+// from the id, so a copy of the database yields neither.
 type session struct {
 	id      string
-	token   string
+	idHash  []byte
+	tokenID int64
 	who     whoAmI
 	csrf    string
 	expires time.Time
-	// issued is the secret-bearing answer of the last cluster or credential
-	// created in this session, kept so that its files can be downloaded
-	// without the secret ever being in a URL.
-	issued *issued
-	// flash is a one-time message for the next page.
+	// issued is the sealed secret-bearing answer of the last cluster or
+	// credential created in this session, kept so that its files can be
+	// downloaded without the secret ever being in a URL.
+	issued []byte
+	// flash is a one-time message for this page.
 	flash string
 }
 
+// sessions keeps sessions in the store that every replica shares, so that
+// any replica serves any browser and a rollout signs no one out.
 type sessions struct {
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[string]*session
-}
-
-func newSessions(now func() time.Time) *sessions {
-	return &sessions{now: now, m: map[string]*session{}}
+	store     uisession.Store
+	now       func() time.Time
+	ttl, idle time.Duration
 }
 
 func randomString() string {
@@ -55,58 +63,125 @@ func randomString() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// create starts a session for a token that the API accepted.
-func (ss *sessions) create(token string, who whoAmI, ttl time.Duration) *session {
-	exp := ss.now().Add(ttl)
+func hashID(id string) []byte {
+	h := sha256.Sum256([]byte(id))
+	return h[:]
+}
+
+// derive is a secret for purpose that only the session id gives: the
+// store holds SHA-256(id), from which no HMAC keyed by id follows.
+func derive(id, purpose string) []byte {
+	m := hmac.New(sha256.New, []byte(id))
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+func (ss *sessions) load(id string, s uisession.Session) *session {
+	who := whoAmI{Name: s.Name, Role: s.Role, Tenant: s.Tenant, TokenID: s.TokenID, ExpiresAt: s.TokenExpiresAt}
+	return &session{id: id, idHash: hashID(id), tokenID: s.TokenID, who: who,
+		csrf: base64.RawURLEncoding.EncodeToString(derive(id, "csrf")), expires: s.ExpiresAt,
+		issued: s.Issued, flash: s.Flash}
+}
+
+// create starts a session for a token that the API accepted. A token
+// revoked in between is uisession.ErrNotFound.
+func (ss *sessions) create(ctx context.Context, who whoAmI) (*session, error) {
+	now := ss.now()
+	exp := now.Add(ss.ttl)
 	if who.ExpiresAt != nil && who.ExpiresAt.Before(exp) {
 		exp = *who.ExpiresAt
 	}
-	s := &session{id: randomString(), token: token, who: who, csrf: randomString(), expires: exp}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	// Sweep expired sessions here, so that the map stays bounded by the
-	// sessions of the last TTL without a background goroutine.
-	now := ss.now()
-	for id, o := range ss.m {
-		if now.After(o.expires) {
-			delete(ss.m, id)
-		}
+	id := randomString()
+	rec := uisession.Session{IDHash: hashID(id), TokenID: who.TokenID, Name: who.Name, Role: who.Role, Tenant: who.Tenant,
+		TokenExpiresAt: who.ExpiresAt, ExpiresAt: exp, IdleExpiresAt: now.Add(ss.idle)}
+	if err := ss.store.CreateSession(ctx, rec, now); err != nil {
+		return nil, err
 	}
-	ss.m[s.id] = s
-	return s
+	return ss.load(id, rec), nil
 }
 
-func (ss *sessions) get(r *http.Request) *session {
+// get returns the request's session, or nil for none, an unknown or
+// forged id, or a session that has expired or whose token is no longer
+// valid.
+func (ss *sessions) get(r *http.Request) (*session, error) {
 	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil, nil
+	}
+	now := ss.now()
+	rec, err := ss.store.FindSession(r.Context(), hashID(c.Value), now, now.Add(ss.idle))
+	if errors.Is(err, uisession.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ss.load(c.Value, rec), nil
+}
+
+func (ss *sessions) delete(ctx context.Context, s *session) error {
+	return ss.store.DeleteSession(ctx, s.idHash)
+}
+
+// setIssued seals is with a key derived from the session id, so that the
+// stored credential opens only for the browser that holds the cookie.
+func (ss *sessions) setIssued(ctx context.Context, s *session, is *issued) error {
+	plain, err := json.Marshal(is)
+	if err != nil {
+		return err
+	}
+	aead, err := sealer(s.id)
+	if err != nil {
+		return err
+	}
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
+	_, _ = rand.Read(nonce)
+	sealed := aead.Seal(nonce, nonce, plain, s.idHash)
+	if err := ss.store.SetSessionIssued(ctx, s.idHash, sealed); err != nil {
+		return err
+	}
+	s.issued = sealed
+	return nil
+}
+
+// getIssued opens the session's issued credential; nil if there is none.
+func (ss *sessions) getIssued(s *session) *issued {
+	aead, err := sealer(s.id)
+	if err != nil || len(s.issued) < aead.NonceSize() {
+		return nil
+	}
+	n := aead.NonceSize()
+	plain, err := aead.Open(nil, s.issued[:n], s.issued[n:], s.idHash)
 	if err != nil {
 		return nil
 	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s := ss.m[c.Value]
-	if s != nil && ss.now().After(s.expires) {
-		delete(ss.m, c.Value)
+	var is issued
+	if json.Unmarshal(plain, &is) != nil {
 		return nil
 	}
-	return s
+	return &is
 }
 
-func (ss *sessions) delete(id string) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	delete(ss.m, id)
+func sealer(id string) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(derive(id, "issued"))
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
 }
 
-func (ss *sessions) setIssued(s *session, is *issued) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s.issued = is
+func (ss *sessions) setFlash(ctx context.Context, s *session, msg string) error {
+	return ss.store.SetSessionFlash(ctx, s.idHash, msg)
 }
 
-func (ss *sessions) getIssued(s *session) *issued {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return s.issued
+// takeFlash returns the session's one-time message and clears it.
+func (ss *sessions) takeFlash(ctx context.Context, s *session) (string, error) {
+	m := s.flash
+	if m == "" {
+		return "", nil
+	}
+	s.flash = ""
+	return m, ss.store.ClearSessionFlash(ctx, s.idHash, m)
 }
 
 // setCookie sets a cookie for maxAge (relative, so that the browser's
@@ -146,94 +221,4 @@ func (s *Server) checkCSRF(r *request) error {
 		return forbidden("the form has expired or did not come from this site (CSRF check failed); reload the page and try again")
 	}
 	return nil
-}
-
-// throttle slows down repeated failed sign-ins from one client address:
-// after freeFailures failures, each further attempt must wait twice as
-// long as the one before, up to maxLockout. A success clears the count.
-type throttle struct {
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[string]*failures
-}
-
-type failures struct {
-	n     int
-	until time.Time
-	last  time.Time
-}
-
-const (
-	freeFailures = 3
-	maxLockout   = 5 * time.Minute
-	// maxTracked bounds the memory an attacker with many addresses can
-	// make the throttle use.
-	maxTracked = 100_000
-)
-
-func newThrottle(now func() time.Time) *throttle {
-	return &throttle{now: now, m: map[string]*failures{}}
-}
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// wait is how long the client must still wait before trying again.
-func (t *throttle) wait(addr string) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f := t.m[addr]
-	if f == nil {
-		return 0
-	}
-	return max(0, f.until.Sub(t.now()))
-}
-
-func (t *throttle) fail(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now()
-	if len(t.m) >= maxTracked {
-		for a, f := range t.m {
-			if now.Sub(f.last) > maxLockout {
-				delete(t.m, a)
-			}
-		}
-	}
-	f := t.m[addr]
-	if f == nil {
-		f = &failures{}
-		t.m[addr] = f
-	}
-	f.n++
-	f.last = now
-	if f.n > freeFailures {
-		d := time.Second << min(f.n-freeFailures-1, 16)
-		f.until = now.Add(min(d, maxLockout))
-	}
-}
-
-func (t *throttle) succeed(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.m, addr)
-}
-
-func (ss *sessions) setFlash(s *session, msg string) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s.flash = msg
-}
-
-func (ss *sessions) takeFlash(s *session) string {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	m := s.flash
-	s.flash = ""
-	return m
 }

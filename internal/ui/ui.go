@@ -4,9 +4,12 @@
 // use htmx for partial updates. The UI has no authorization of its own: each
 // page calls the admin API's handler in-process with the signed-in user's
 // token (client.go), so that the API's rules decide what a user may see and
-// change, and the UI cannot drift from them. The token is kept in a
-// server-side session; the browser holds only a random session id in an
-// HttpOnly, Secure, SameSite=Strict cookie.
+// change, and the UI cannot drift from them. A sign-in becomes a session
+// in the database that every replica shares (session.go): the browser
+// holds only a random session id in an HttpOnly, Secure, SameSite=Strict
+// cookie, and the session names the admin token, whose secret is kept
+// nowhere; each API call acts as that token (uisession.WithToken), which
+// the API checks every time.
 package ui
 
 import (
@@ -16,16 +19,23 @@ import (
 	"net/http"
 	"runtime/debug"
 	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
-// Server is the UI. API and Logger are required.
+// Server is the UI. API, Logger and Sessions are required.
 type Server struct {
 	// API is the admin API's handler (api.Server.Handler()).
 	API    http.Handler
 	Logger *slog.Logger
+	// Sessions stores the sessions, shared by every replica
+	// (adminauth.Store).
+	Sessions uisession.Store
 	// SessionTTL is how long a session lives after sign-in; 8h when zero.
 	// A session never outlives its token.
 	SessionTTL time.Duration
+	// SessionIdle ends a session unused for that long; 1h when zero.
+	SessionIdle time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
@@ -93,13 +103,22 @@ func (s *Server) routes() []route {
 
 // Handler returns the UI's routes and its static files.
 func (s *Server) Handler() (http.Handler, error) {
+	if s.API == nil || s.Logger == nil || s.Sessions == nil {
+		return nil, errors.New("ui: API, Logger and Sessions are required")
+	}
 	if s.SessionTTL == 0 {
 		s.SessionTTL = 8 * time.Hour
+	}
+	if s.SessionIdle == 0 {
+		s.SessionIdle = time.Hour
 	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
-	s.sessions = newSessions(s.Now)
+	// now goes through s.Now at each call, so that a test may set the
+	// clock after Handler.
+	now := func() time.Time { return s.Now() }
+	s.sessions = &sessions{store: s.Sessions, now: now, ttl: s.SessionTTL, idle: s.SessionIdle}
 	s.throttle = newThrottle(s.Now)
 	var err error
 	if s.pages, err = loadPages(); err != nil {
@@ -168,7 +187,13 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 		}()
 		w.Header().Set("Cache-Control", "no-store")
-		req.sess = s.sessions.get(r)
+		sess, err := s.sessions.get(r)
+		if err != nil && rt.access == signedIn {
+			s.Logger.Error("UI session lookup", "method", r.Method, "path", r.URL.Path, "error", err)
+			req.fail(&apiError{Code: http.StatusServiceUnavailable, Message: "sessions cannot be checked: the database is unavailable; try again shortly"})
+			return
+		}
+		req.sess = sess
 		if rt.access == signedIn && req.sess == nil {
 			if r.Header.Get("HX-Request") != "" {
 				// htmx follows redirects inside the swap; send the whole

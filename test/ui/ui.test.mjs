@@ -3,8 +3,10 @@
 // cmd/gateway's TestBrowserUI, which runs this file with node --test).
 //
 // The environment names the gateway: UI_URL (admin listener), WEBHOOK_URL,
-// CA_FILE (the gateway's development CA), TOKEN (an operator token), and
-// optionally SHOTS, a directory for the screenshots of docs/ui.md.
+// CA_FILE (the gateway's development CA), TOKEN (an operator token),
+// OTHER_UI_URL (the admin listener of a second replica on the same
+// database), and optionally SHOTS, a directory for the screenshots of
+// docs/ui.md.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, mkdirSync } from "node:fs";
@@ -14,7 +16,7 @@ import { chromium } from "playwright-core";
 
 const require = createRequire(import.meta.url);
 const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
-const { UI_URL, WEBHOOK_URL, CA_FILE, TOKEN, SHOTS } = process.env;
+const { UI_URL, OTHER_UI_URL, WEBHOOK_URL, CA_FILE, TOKEN, SHOTS } = process.env;
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 
 const policy = `apiVersion: admissionregistration.k8s.io/v1
@@ -158,6 +160,14 @@ test("the web UI end to end", async (t) => {
     await check("tenants");
   }));
 
+  await t.test("another replica serves the same session", diag(async () => {
+    // Both listen on localhost, and cookies do not care about the port.
+    await page.goto(`${OTHER_UI_URL}/ui/tenants`);
+    assert.match(page.url(), /\/ui\/tenants$/, "the second replica sent the browser to sign in");
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    await page.goto(`${UI_URL}/ui/tenants`);
+  }));
+
   await t.test("create a tenant and a cluster, download its files", diag(async () => {
     await page.getByLabel("Name", { exact: true }).fill("shop");
     await page.getByLabel("Display name (optional)").fill("Shop & Co <team>");
@@ -293,6 +303,97 @@ test("the web UI end to end", async (t) => {
     await page.getByRole("cell", { name: "ValidatingAdmissionPolicy" }).first().waitFor();
     await check("audit");
     await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    await page.goto(`${UI_URL}/ui/t/shop/clusters`);
+    assert.match(page.url(), /\/ui\/login$/);
+    // Signed out of the other replica too.
+    await page.goto(`${OTHER_UI_URL}/ui/t/shop/clusters`);
+    assert.match(page.url(), /\/ui\/login$/);
+  }));
+});
+
+// focused describes the focused element: its tag, its name as a keyboard
+// user would hear it (label, aria-label or text), and whether its focus is
+// visible (an outline on it or, for CodeMirror's content, on its editor).
+async function focused() {
+  return page.evaluate(() => {
+    const el = document.activeElement;
+    if (!el || el === document.body) return { tag: "body", name: "", visible: false };
+    const label = el.labels && el.labels[0] ? el.labels[0].textContent : "";
+    const name = (el.getAttribute("aria-label") || label || el.textContent || el.value || "").trim().replace(/\s+/g, " ");
+    const ring = el.closest(".cm-editor") || el;
+    const s = getComputedStyle(ring);
+    const r = el.getBoundingClientRect();
+    const visible = r.width > 0 && r.height > 0 && s.outlineStyle !== "none" && parseFloat(s.outlineWidth) >= 2;
+    return { tag: el.tagName.toLowerCase(), name, visible };
+  });
+}
+
+// tabTo presses Tab until the focused element's name matches, checking on
+// the way that every element reached shows its focus. Tab never gets
+// stuck: the editor lets it through.
+async function tabTo(name, max = 80) {
+  const seen = [];
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press("Tab");
+    let f = await focused();
+    // CodeMirror marks its editor focused a moment after the focus moves.
+    for (let j = 0; j < 10 && !f.visible && f.tag !== "body"; j++) {
+      await page.waitForTimeout(50);
+      f = await focused();
+    }
+    seen.push(`${f.tag} "${f.name.slice(0, 40)}"`);
+    if (f.tag === "body") continue; // past the last element: the browser's own controls
+    assert.ok(f.visible, `focus is not visible on ${f.tag} "${f.name}" (${page.url()})`);
+    if (typeof name === "string" ? f.name === name : name.test(f.name)) return f;
+  }
+  assert.fail(`Tab never reached ${name}; it went through:\n${seen.join("\n")}`);
+}
+
+// Everything a newcomer does in the browser can be done with the keyboard
+// alone: Tab, Enter, Space and typing; no mouse clicks.
+test("the web UI with the keyboard only", async (t) => {
+  await t.test("sign in", diag(async () => {
+    await page.goto(`${UI_URL}/ui/login`);
+    // The field has the focus from the start.
+    const f = await focused();
+    assert.ok(f.name === "Token" && f.visible, `focus at the start: ${JSON.stringify(f)}`);
+    await page.keyboard.type(TOKEN);
+    await tabTo("Sign in");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/ui\/tenants$/);
+  }));
+
+  await t.test("open a policy and validate it", diag(async () => {
+    await tabTo("Policies");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/ui\/policies$/);
+    await tabTo("shop");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/ui\/t\/shop\/policies$/);
+    await tabTo("no-bad");
+    await page.keyboard.press("Enter");
+    await page.locator(".cm-content").waitFor();
+    // Into the editor, type, and out again with Tab.
+    const editor = await tabTo("YAML");
+    assert.equal(editor.tag, "div", "the editor (CodeMirror's content) takes the focus");
+    await page.keyboard.press("ControlOrMeta+End");
+    await page.keyboard.type("\n# checked with the keyboard\n");
+    await tabTo("Validate");
+    await page.keyboard.press("Space");
+    await page.locator("#check .ok").waitFor();
+    assert.match(await page.locator("#check").innerText(), /Valid: applying would give/);
+    // The history's two newest versions, as preselected, side by side.
+    await tabTo("Compare versions");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/diff\?/);
+    await page.locator("table").first().waitFor();
+  }));
+
+  await t.test("sign out", diag(async () => {
+    await page.goto(`${UI_URL}/ui/t/shop/policies`);
+    await tabTo("Sign out");
+    await page.keyboard.press("Enter");
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     await page.goto(`${UI_URL}/ui/t/shop/clusters`);
     assert.match(page.url(), /\/ui\/login$/);
