@@ -17,8 +17,9 @@ import (
 // How many decisions one PostgreSQL core stores per second: the recorder
 // writes a full queue (default batches, binary COPY) into the server, and
 // the CPU time of the server's processes over the run is read from /proc.
-// Reports decisions/s (wall), pg-cpu-s (the server's CPU seconds) and
-// decisions/pg-core-s (decisions per second of one busy server core). The
+// Reports decisions/s (wall), pg-cpu-s (the server's CPU seconds),
+// decisions/pg-core-s (decisions per second of one busy server core), and
+// the table's size and the WAL written per decision. The
 // last holds on a shared machine, where wall time depends on the
 // neighbours; scripts/bench-decisions-core.sh pins the server to one core
 // and the recorder to another, so that wall time shows the same.
@@ -66,6 +67,7 @@ func BenchmarkRecorderPostgresCore(b *testing.B) {
 			if err := ensurePartitions(ctx, f.pool, daysOf(ds)); err != nil {
 				b.Fatal(err)
 			}
+			lsn0 := walLSN(b, f)
 			b.ResetTimer()
 			start, cpu0 := time.Now(), pg.cpu(b)
 			for i, d := range ds {
@@ -81,6 +83,17 @@ func BenchmarkRecorderPostgresCore(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
 			b.ReportMetric(cpu.Seconds(), "pg-cpu-s")
 			b.ReportMetric(float64(b.N)/cpu.Seconds(), "decisions/pg-core-s")
+			// What a decision costs on disk and in the WAL that replicas
+			// and backups carry.
+			var disk, wal int64
+			err := f.pool.QueryRow(ctx, `SELECT
+				(SELECT sum(pg_total_relation_size(inhrelid))::bigint FROM pg_inherits WHERE inhparent = 'decisions'::regclass),
+				pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, lsn0).Scan(&disk, &wal)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(disk)/float64(b.N), "disk-B/decision")
+			b.ReportMetric(float64(wal)/float64(b.N), "wal-B/decision")
 			// Recorder 0 reports to f.reg, which checkAllWritten reads.
 			for _, reg := range regs[1:] {
 				g := &fixture{reg: reg}
@@ -91,6 +104,16 @@ func BenchmarkRecorderPostgresCore(b *testing.B) {
 			f.checkAllWritten(b, b.N)
 		})
 	}
+}
+
+// walLSN is the server's current write-ahead log position.
+func walLSN(b *testing.B, f *fixture) string {
+	b.Helper()
+	var lsn string
+	if err := f.pool.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		b.Fatal(err)
+	}
+	return lsn
 }
 
 // dropSecondaryIndexes drops every index of decisions but its key.
