@@ -26,6 +26,6 @@ trap stop EXIT
 # backend inherits the postmaster's.
 url="$(taskset -c "${PG_CPU:-0}" "$tmp/devpg" start --dir "$tmp/pg" 2>/dev/null)"
 pid="$(head -n1 "$tmp/pg/data/postmaster.pid")"
-echo "postgres $(taskset -cp "$pid" | sed 's/.*: /on core /'), $(psql "$url" -Atc 'SHOW fsync' 2>/dev/null | sed 's/^/fsync /' || echo 'fsync on')"
+echo "postgres $(taskset -cp "$pid" | sed 's/.*: /on core /'), $(psql "$url" -Atc 'SHOW fsync' 2>/dev/null | sed 's/^/fsync /' || echo 'fsync unknown (no psql)')"
 (cd internal/decisions && PORTCULLIS_TEST_DATABASE_URL="$url" pin "$tmp/decisions.test" -test.run '^$' \
 	-test.bench 'RecorderPostgresCore' -test.benchtime "${COUNT:-200000}x" -test.count "${ROUNDS:-2}") | grep -E '^Benchmark'
