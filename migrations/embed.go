@@ -5,7 +5,8 @@
 // 00004 decisions, 00005 admin API, 00006 cluster CRDs, 00007 decision
 // mutations, 00008 URL credentials, 00009 admin audit actor ids, 00010
 // tenant limits, 00011 committed inventory, 00012 the dashboards' read-only
-// role, 00013 the web UI's sessions; later files take the next free number.
+// role, 00013 the web UI's sessions, 00014 decisions keyed by tenant
+// (Citus); later files take the next free number.
 package migrations
 
 import "embed"

@@ -156,7 +156,7 @@ func normalize(d *Decision) {
 		d.Time = time.Now().UTC()
 	}
 	// PostgreSQL keeps microseconds. COPY cuts the rest off, while replay's
-	// JSON path rounds it; the key is (id, time), so a batch replayed after
+	// JSON path rounds it; the key holds the time, so a batch replayed after
 	// a commit it could not confirm would otherwise be stored twice.
 	d.Time = d.Time.Truncate(time.Microsecond)
 	if _, err := uuid.Parse(d.ID); err != nil {

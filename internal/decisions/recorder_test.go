@@ -389,9 +389,10 @@ func TestReplaySkipsPastRetention(t *testing.T) {
 }
 
 // A batch whose commit the recorder could not confirm is spilled and
-// replayed through INSERT ... ON CONFLICT (id, time) DO NOTHING. COPY cuts
-// a time to microseconds while the replay's JSON path rounds it, so a
-// time with 500ns or more past the microsecond used to be stored twice.
+// replayed through INSERT ... ON CONFLICT DO NOTHING on the key, which
+// holds the time. COPY cuts a time to microseconds while the replay's JSON
+// path rounds it, so a time with 500ns or more past the microsecond used
+// to be stored twice.
 func TestReplayOfACommittedBatchStoresItOnce(t *testing.T) {
 	f := newFixture(t)
 	r := f.recorder(t)
