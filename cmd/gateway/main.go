@@ -230,6 +230,11 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Registry.MustRegister(database.NewPoolCollector("direct", m.DirectPool))
 	}
 	m.Listener = pgnotify.New(m.DirectPool, m.Logger)
+	if m.DirectPool != m.Pool {
+		// Subscribers resync through the pool: after an outage, wait for
+		// PgBouncer to reach PostgreSQL again too.
+		m.Listener.WaitFor(m.Pool.Ping)
+	}
 
 	// Components are wired here: they subscribe to m.Listener before it runs
 	// and add routes to the muxes before the listeners serve.
