@@ -226,11 +226,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Registry.MustRegister(database.NewPoolCollector("main", m.Pool))
-	if m.DirectPool != m.Pool {
-		m.Registry.MustRegister(database.NewPoolCollector("direct", m.DirectPool))
-	}
 	m.Listener = pgnotify.New(m.DirectPool, m.Logger)
 	if m.DirectPool != m.Pool {
+		m.Registry.MustRegister(database.NewPoolCollector("direct", m.DirectPool))
 		// Subscribers resync through the pool: after an outage, wait for
 		// PgBouncer to reach PostgreSQL again too.
 		m.Listener.WaitFor(m.Pool.Ping)
