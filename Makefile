@@ -31,6 +31,7 @@ test: lint bin/helm
 	  if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; fi; \
 	done
 	@echo "== test/load (fast drills)"
+	@scripts/ensure-pgbouncer.sh
 	cd test/load && PORTCULLIS_DRILLS=fast $(GO) test -count=1 -timeout 5m -run '$(FAST_DRILLS)' .
 	@$(MAKE) --no-print-directory test-ui
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Production drills (issue 23, docs/production.md "Drills"): two gateway
 # replicas, each its own process with its own --state-dir, on one
-# PostgreSQL, behind HAProxy (TCP, health checks on /readyz), under an
+# PostgreSQL (their pool through PgBouncer in transaction mode, their
+# LISTEN connection direct), behind HAProxy (TCP, health checks on /readyz), under an
 # open-loop client sending AdmissionReviews over TLS (HTTP/2) from several
 # tenants and clusters. Each drill prints its figure and fails when it
 # misses its target. About 5 minutes; needs root (PostgreSQL runs as the
@@ -15,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-postgres.sh
 scripts/ensure-haproxy.sh
+scripts/ensure-pgbouncer.sh
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/gateway" ./cmd/gateway

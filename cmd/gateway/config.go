@@ -51,10 +51,14 @@ type Config struct {
 	// them, client certificates are off (tokens and basic auth still work).
 	ClientCACert, ClientCAKey string
 
-	Dev             bool
-	StateDir        string
-	DatabaseURL     string
-	ShutdownTimeout time.Duration
+	Dev         bool
+	StateDir    string
+	DatabaseURL string
+	// DatabaseDirectURL reaches PostgreSQL without transaction pooling,
+	// for the LISTEN connection and partition maintenance, when
+	// DatabaseURL goes through PgBouncer (internal/database.Config).
+	DatabaseDirectURL string
+	ShutdownTimeout   time.Duration
 	// ShutdownDelay is how long SIGTERM keeps serving while /readyz says
 	// not ready, before the listeners close (drain.go).
 	ShutdownDelay time.Duration
@@ -123,7 +127,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.ClientCAKey, "client-ca-key", "", "PEM key of --client-ca-cert")
 	fs.BoolVar(&c.Dev, "dev", false, "development mode: generate a CA and serving certificate under --state-dir when --tls-cert is not set")
 	fs.StringVar(&c.StateDir, "state-dir", ".portcullis", "directory for local state (development certificates, spill files)")
-	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (required)")
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (required); may go through PgBouncer in transaction mode when --database-direct-url is set")
+	fs.StringVar(&c.DatabaseDirectURL, "database-direct-url", "", "PostgreSQL URL without transaction pooling (not through PgBouncer in transaction mode), for LISTEN and partition maintenance; when set apart from --database-url, the pool's default_query_exec_mode defaults to cache_describe (default: --database-url)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "how long SIGTERM keeps serving, reporting not ready on /readyz, before it closes the listeners (endpoints and load balancers stop sending meanwhile)")
 	fs.IntVar(&c.MemoryHeadroom, "memory-headroom", 0, "percent of GOMEMLIMIT (e.g. the container's memory limit) kept free of the Go heap: the soft limit is lowered by it")
@@ -187,8 +192,10 @@ func (c Config) Validate() error {
 		return errors.New("--tls-cert and --tls-key are required (or --dev to generate a development certificate)")
 	case c.DatabaseURL == "":
 		return errors.New("--database-url (PORTCULLIS_DATABASE_URL) is required")
-	case !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://"):
+	case !isPostgresURL(c.DatabaseURL):
 		return errors.New("--database-url must be a postgres:// URL")
+	case c.DatabaseDirectURL != "" && !isPostgresURL(c.DatabaseDirectURL):
+		return errors.New("--database-direct-url must be a postgres:// URL")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
 	case c.ShutdownDelay < 0:
@@ -238,6 +245,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	return nil
+}
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 func defaultInstance() string {

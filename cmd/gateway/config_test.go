@@ -74,6 +74,18 @@ func TestParseConfig(t *testing.T) {
 		{name: "cert without key", args: []string{"--tls-cert", "c.pem", "--database-url", db}, wantErr: "must be set together"},
 		{name: "no database", args: []string{"--dev"}, wantErr: "--database-url (PORTCULLIS_DATABASE_URL) is required"},
 		{name: "database not a URL", args: []string{"--dev", "--database-url", "host=x"}, wantErr: "postgres:// URL"},
+		{name: "direct database URL from env", env: map[string]string{"PORTCULLIS_DEV": "true", "PORTCULLIS_DATABASE_URL": "postgres://u@pgbouncer:6432/p",
+			"PORTCULLIS_DATABASE_DIRECT_URL": db}, check: func(t *testing.T, c Config) {
+			if c.DatabaseURL != "postgres://u@pgbouncer:6432/p" || c.DatabaseDirectURL != db {
+				t.Fatalf("database URLs: %q, %q", c.DatabaseURL, c.DatabaseDirectURL)
+			}
+		}},
+		{name: "no direct database URL", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
+			if c.DatabaseDirectURL != "" {
+				t.Fatalf("DatabaseDirectURL %q, want empty (the pool serves both)", c.DatabaseDirectURL)
+			}
+		}},
+		{name: "direct database not a URL", args: []string{"--dev", "--database-url", db, "--database-direct-url", "host=x"}, wantErr: "--database-direct-url must be a postgres:// URL"},
 		{name: "bad address", args: []string{"--dev", "--database-url", db, "--webhook-addr", "8443"}, wantErr: `--webhook-addr "8443" is not a host:port`},
 		{name: "bad duration", args: []string{"--dev", "--database-url", db, "--shutdown-timeout", "later"}, wantErr: "invalid value"},
 		{name: "zero shutdown", args: []string{"--dev", "--database-url", db, "--shutdown-timeout", "0s"}, wantErr: "--shutdown-timeout must be positive"},

@@ -90,9 +90,13 @@ type Main struct {
 	WebhookMux *http.ServeMux
 	AdminMux   *http.ServeMux
 
-	Pool     *pgxpool.Pool
-	Listener *pgnotify.Listener
-	TLS      *tlsutil.FileSource
+	// Pool serves queries, through PgBouncer when --database-direct-url
+	// is set apart; DirectPool serves sessions (LISTEN, partition
+	// maintenance) and is Pool itself otherwise.
+	Pool       *pgxpool.Pool
+	DirectPool *pgxpool.Pool
+	Listener   *pgnotify.Listener
+	TLS        *tlsutil.FileSource
 	// CAFile is the development CA that signed the serving certificate
 	// (set under --dev when no certificate is given).
 	CAFile string
@@ -132,6 +136,7 @@ type Main struct {
 	draining                         atomic.Bool // set by Drain: /readyz fails
 	gc                               *gctune.Tuner
 	cacheBytes                       int64 // the policy cache's bound (memory.go)
+	pools                            *database.Pools
 	cancel                           context.CancelFunc
 	wg                               sync.WaitGroup
 }
@@ -221,7 +226,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Registry.MustRegister(database.NewPoolCollector("main", m.Pool))
-	m.Listener = pgnotify.New(m.Pool, m.Logger)
+	m.Listener = pgnotify.New(m.DirectPool, m.Logger)
+	if m.DirectPool != m.Pool {
+		m.Registry.MustRegister(database.NewPoolCollector("direct", m.DirectPool))
+		// Subscribers resync through the pool: after an outage, wait for
+		// PgBouncer to reach PostgreSQL again too.
+		m.Listener.WaitFor(m.Pool.Ping)
+	}
 
 	// Components are wired here: they subscribe to m.Listener before it runs
 	// and add routes to the muxes before the listeners serve.

@@ -50,8 +50,8 @@ func (m *Main) Close() error {
 		m.cancel()
 	}
 	m.wg.Wait()
-	if m.Pool != nil {
-		m.Pool.Close()
+	if m.pools != nil {
+		m.pools.Close()
 	}
 	m.gc.Stop()
 	m.gc = nil

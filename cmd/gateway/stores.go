@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/portcullis-dev/portcullis/internal/database"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
@@ -16,37 +13,28 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
-// openDatabase waits for PostgreSQL, retrying until ctx ends, and refuses
-// to go on if the schema is not current.
+// openDatabase opens the pools and waits for PostgreSQL, retrying until
+// ctx ends; it refuses to go on if the schema is not current.
 func (m *Main) openDatabase(ctx context.Context) error {
-	cfg, err := pgxpool.ParseConfig(m.Config.DatabaseURL)
-	if err != nil {
-		return fmt.Errorf("--database-url: %w", err)
-	}
+	cfg := database.Config{URL: m.Config.DatabaseURL, DirectURL: m.Config.DatabaseDirectURL}
 	if m.Tracing.Enabled() {
-		cfg.ConnConfig.Tracer = database.NewQueryTracer(m.Tracing.Provider)
+		cfg.Tracer = database.NewQueryTracer(m.Tracing.Provider)
 	}
-	if m.Pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
-		return fmt.Errorf("database: %w", err)
+	pools, err := database.OpenPools(cfg)
+	if err != nil {
+		return err
 	}
-	backoff := 200 * time.Millisecond
-	for {
-		err := database.CheckCurrent(ctx, m.Pool)
-		if err == nil {
-			m.dbReached.Store(true)
-			return nil
-		}
-		if errors.Is(err, database.ErrPending) {
-			return err
-		}
-		m.Logger.Warn("waiting for the database", "error", err, "retry_in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("database not reached before shutdown: %w", err)
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
+	m.Pool, m.DirectPool = pools.Pool, pools.Direct
+	m.pools = pools
+	if cfg.Split() {
+		m.Logger.Info("database pool split: LISTEN and partition maintenance connect directly",
+			"exec_mode", pools.ExecMode.String())
 	}
+	if err := database.WaitCurrent(ctx, m.Pool, m.Logger); err != nil {
+		return err
+	}
+	m.dbReached.Store(true)
+	return nil
 }
 
 // setupTenancy wires the tenancy store and the authenticator of webhook
@@ -105,7 +93,9 @@ func (m *Main) setupPolicies(bg context.Context) error {
 // replayed in the background.
 func (m *Main) setupDecisions(bg context.Context) error {
 	m.Decisions = decisions.NewStore(m.Pool)
-	parts := &decisions.Partitions{Pool: m.Pool, Retention: m.Config.DecisionRetention, Logger: m.Logger}
+	// Partition maintenance holds a session (an advisory lock around
+	// DETACH CONCURRENTLY): it goes direct, never through PgBouncer.
+	parts := &decisions.Partitions{Pool: m.DirectPool, Retention: m.Config.DecisionRetention, Logger: m.Logger}
 	m.wg.Add(1)
 	go func() { defer m.wg.Done(); _ = parts.Run(bg) }()
 	if m.Recorder != nil || !m.Config.DecisionStore {

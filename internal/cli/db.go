@@ -29,28 +29,43 @@ func (e *env) parseDBFlags(f *flags, args []string) error {
 	return nil
 }
 
-func databaseFlag(f *flags) *string {
-	return f.String("database-url", "", "PostgreSQL URL (or PORTCULLIS_DATABASE_URL)")
+// dbURLs are the database commands' URLs. migrate holds a session-level
+// advisory lock, which PgBouncer in transaction mode would leave on one
+// server connection and release on another, and pgx's default prepared
+// statements do not survive it either: both commands connect to
+// --database-direct-url when it is set (the gateway's, when its
+// --database-url goes through PgBouncer), else to --database-url.
+type dbURLs struct{ url, direct *string }
+
+func databaseFlags(f *flags) dbURLs {
+	return dbURLs{
+		url:    f.String("database-url", "", "PostgreSQL URL (or PORTCULLIS_DATABASE_URL)"),
+		direct: f.String("database-direct-url", "", "PostgreSQL URL without transaction pooling, used instead of --database-url when set (or PORTCULLIS_DATABASE_DIRECT_URL)"),
+	}
 }
 
-// openDB checks the URL and connects.
-func openDB(ctx context.Context, u string) (*pgxpool.Pool, error) {
+// open checks the URL it uses and connects.
+func (d dbURLs) open(ctx context.Context) (*pgxpool.Pool, error) {
+	u, name := *d.url, "--database-url"
+	if *d.direct != "" {
+		u, name = *d.direct, "--database-direct-url"
+	}
 	if u == "" {
 		return nil, usageErr("--database-url (PORTCULLIS_DATABASE_URL) is required")
 	}
 	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
-		return nil, usageErr("--database-url must be a postgres:// URL")
+		return nil, usageErr("%s must be a postgres:// URL", name)
 	}
 	return database.Open(ctx, u)
 }
 
 func cmdMigrate(e *env, args []string) error {
 	f := e.newFlags("migrate")
-	url := databaseFlag(f)
+	db := databaseFlags(f)
 	if err := e.parseDBFlags(f, args); err != nil {
 		return err
 	}
-	pool, err := openDB(e.ctx, *url)
+	pool, err := db.open(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -71,12 +86,12 @@ func cmdMigrate(e *env, args []string) error {
 
 func cmdBootstrap(e *env, args []string) error {
 	f := e.newFlags("bootstrap")
-	url := databaseFlag(f)
+	db := databaseFlags(f)
 	name := f.String("name", "bootstrap", "name recorded for the token")
 	if err := e.parseDBFlags(f, args); err != nil {
 		return err
 	}
-	pool, err := openDB(e.ctx, *url)
+	pool, err := db.open(e.ctx)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,26 @@ func TestMigrateAndBootstrap(t *testing.T) {
 	}
 }
 
+// Behind PgBouncer in transaction mode the gateway's pod holds both URLs
+// in its environment; the database commands take the direct one.
+func TestDatabaseCommandsPreferTheDirectURL(t *testing.T) {
+	url := pgtest.EmptyURL(t)
+	const pooled = "postgres://postgres@127.0.0.1:1/x?connect_timeout=1" // nothing listens
+	env := map[string]string{"PORTCULLIS_DATABASE_URL": pooled, "PORTCULLIS_DATABASE_DIRECT_URL": url}
+	code, out, stderr := runAdmin(env, "migrate")
+	if code != 0 || !strings.Contains(out, "applied migration 00001") {
+		t.Fatalf("migrate: %d %q %q", code, out, stderr)
+	}
+	code, out, stderr = runAdmin(env, "bootstrap")
+	if code != 0 || !strings.HasPrefix(out, adminauth.Prefix) {
+		t.Fatalf("bootstrap: %d %q %q", code, out, stderr)
+	}
+	code, _, stderr = runAdmin(nil, "migrate", "--database-url", url, "--database-direct-url", pooled)
+	if code != 1 || !strings.Contains(stderr, "connect to database") {
+		t.Fatalf("migrate with an unreachable direct URL: %d %q, want it used (and failing)", code, stderr)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -60,6 +80,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command", []string{"migrat"}, 2, `unknown command "migrat"`},
 		{"missing URL", []string{"migrate"}, 2, "--database-url (PORTCULLIS_DATABASE_URL) is required"},
 		{"not a URL", []string{"migrate", "--database-url", "dbname=x"}, 2, "postgres:// URL"},
+		{"direct not a URL", []string{"migrate", "--database-url", "postgres://x", "--database-direct-url", "dbname=x"}, 2, "--database-direct-url must be a postgres:// URL"},
 		{"unknown flag", []string{"bootstrap", "--databse-url", "x"}, 2, "flag provided but not defined: -databse-url"},
 		{"stray argument", []string{"migrate", "--database-url", "postgres://x", "now"}, 2, `unexpected argument "now"`},
 		{"unreachable database", []string{"migrate", "--database-url", "postgres://postgres@127.0.0.1:1/x?connect_timeout=1"}, 1, "connect to database"},

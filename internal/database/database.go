@@ -61,7 +61,11 @@ func (g gooseLogger) Fatalf(format string, v ...any) { g.l.Error(fmt.Sprintf(for
 
 // Migrate applies every pending migration under an advisory lock, so two
 // migrators started together apply each file once. It returns the versions
-// it applied.
+// it applied. The lock is a session's: pool must reach PostgreSQL
+// directly, never through PgBouncer in transaction mode, where the lock
+// would stay on one server connection and its unlock go to another
+// (admin migrate documents it; the chart's migration Job uses the direct
+// URL).
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
@@ -84,7 +88,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 var ErrPending = errors.New("database schema has pending migrations")
 
 // CheckCurrent returns an error wrapping ErrPending, naming the command to
-// run, when the database lacks migrations this binary knows about.
+// run, when the database lacks migrations this binary knows about. It
+// takes no lock, so it may go through PgBouncer in transaction mode;
+// Migrate may not (see Migrate).
 func CheckCurrent(ctx context.Context, pool *pgxpool.Pool) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
@@ -97,9 +103,10 @@ func CheckCurrent(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	if has {
-		cur, _ := p.GetDBVersion(ctx)
-		srcs := p.ListSources()
-		want := srcs[len(srcs)-1].Version
+		// GetVersions, unlike GetDBVersion, takes no session advisory
+		// lock: through PgBouncer in transaction mode, a session lock
+		// stays on whichever server connection took it.
+		cur, want, _ := p.GetVersions(ctx)
 		return fmt.Errorf("%w (database at version %d, this binary needs %d): run `admin migrate --database-url URL` first", ErrPending, cur, want)
 	}
 	return nil

@@ -28,6 +28,7 @@ type Listener struct {
 	subs         map[string][]func(payload string)
 	onConnect    []func()
 	onDisconnect []func()
+	waitFor      func(context.Context) error
 	connected    bool
 }
 
@@ -71,6 +72,28 @@ func (l *Listener) OnDisconnect(fn func()) {
 	defer l.mu.Unlock()
 	l.onDisconnect = append(l.onDisconnect, fn)
 }
+
+// WaitFor makes every (re)connect wait, once the channels are listened to
+// and before the OnConnect hooks run, until check succeeds: retried every
+// waitRetry, for at most waitMax (then the hooks run anyway, and the
+// subscribers' own retries take over). The gateway passes its pool's
+// Ping when the pool goes through PgBouncer: after an outage, this direct
+// connection is back before PgBouncer tries PostgreSQL again (it waits
+// server_login_retry after a failed login, failing queries meanwhile),
+// and a resync that failed there waited for the subscriber's backoff,
+// grown during the outage: 10s in drill 4 (docs/production.md). Call it
+// before Run.
+func (l *Listener) WaitFor(check func(context.Context) error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waitFor = check
+}
+
+// How a reconnect waits for WaitFor's check.
+const (
+	waitRetry = 50 * time.Millisecond
+	waitMax   = 30 * time.Second
+)
 
 // Connected reports whether the listener currently holds a live connection.
 func (l *Listener) Connected() bool {
@@ -135,11 +158,15 @@ func (l *Listener) session(ctx context.Context, connected func()) error {
 		channels = append(channels, ch)
 	}
 	hooks := append([]func(){}, l.onConnect...)
+	check := l.waitFor
 	l.mu.Unlock()
 	for _, ch := range channels {
 		if _, err := raw.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return err
 		}
+	}
+	if check != nil {
+		l.await(ctx, check)
 	}
 	l.setConnected(true)
 	connected()
@@ -152,6 +179,29 @@ func (l *Listener) session(ctx context.Context, connected func()) error {
 			return err
 		}
 		l.dispatch(n)
+	}
+}
+
+// await retries check until it succeeds, ctx ends or waitMax passes.
+// Notifications arriving meanwhile wait in the connection's socket.
+func (l *Listener) await(ctx context.Context, check func(context.Context) error) {
+	deadline := time.Now().Add(waitMax)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := check(cctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.logger.Warn("notification listener connected, but the pool still fails; resyncing anyway", "error", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(waitRetry):
+		}
 	}
 }
 

@@ -2,11 +2,14 @@ package pgnotify_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -94,5 +97,50 @@ func TestDisconnectHookAndPromptReconnect(t *testing.T) {
 	waitFor(t, connects, "reconnect")
 	if took := time.Since(back); took > time.Second {
 		t.Fatalf("reconnected %v after the database returned; want within 1s", took)
+	}
+}
+
+// With WaitFor, a (re)connect runs its hooks, and reports connected, only
+// once the check passes (the gateway's pool behind PgBouncer answering);
+// notifications sent meanwhile are still delivered.
+func TestConnectWaitsForTheCheck(t *testing.T) {
+	pool := pgtest.Pool(t)
+	l := pgnotify.New(pool, nil)
+	var checks atomic.Int32
+	pass := make(chan struct{})
+	l.WaitFor(func(context.Context) error {
+		checks.Add(1)
+		select {
+		case <-pass:
+			return nil
+		default:
+			return errors.New("the pool is not back yet")
+		}
+	})
+	connects := make(chan int32, 10)
+	got := make(chan string, 10)
+	l.Subscribe("things_changed", func(p string) { got <- p })
+	l.OnConnect(func() { connects <- checks.Load() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	testutil.Eventually(t, 10*time.Second, "three failed checks", func() bool { return checks.Load() >= 3 })
+	if len(connects) != 0 || l.Connected() {
+		t.Fatalf("hooks ran (%d) or Connected() = %t while the check fails", len(connects), l.Connected())
+	}
+	if err := pgnotify.Notify(ctx, pool, "things_changed", "meanwhile"); err != nil {
+		t.Fatal(err)
+	}
+	close(pass)
+	if n := waitFor(t, connects, "connect"); n < 4 {
+		t.Fatalf("the hook ran after %d checks; want after the first that passed (at least the 4th)", n)
+	}
+	if !l.Connected() {
+		t.Fatal("Connected() = false after the check passed")
+	}
+	if p := waitFor(t, got, "the notification sent while waiting"); p != "meanwhile" {
+		t.Fatalf("payload %q", p)
 	}
 }

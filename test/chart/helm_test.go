@@ -78,8 +78,9 @@ func render(t *testing.T, sets ...string) []object {
 }
 
 // realistic are the overrides of a production install: a public webhook
-// behind a LoadBalancer, client certificates, cert-manager, monitoring, a
-// network policy, dashboards, a claim for the spill and an image digest.
+// behind a LoadBalancer, client certificates, cert-manager, monitoring
+// (metrics over TLS with a token), a network policy, dashboards, a claim
+// for the spill, an image digest, and the pool through PgBouncer.
 var realistic = []string{
 	"webhook.publicURL=https://portcullis.example.com",
 	"service.webhook.type=LoadBalancer",
@@ -101,6 +102,10 @@ var realistic = []string{
 	"podAnnotations.example\\.com/team=platform",
 	"replicaCount=3",
 	"resources.limits.memory=2Gi",
+	"database.transactionPooling=true",
+	"database.directUrlKey=direct-url",
+	"metrics.tls=true",
+	"metrics.tokenSecret=portcullis-metrics-token",
 }
 
 func TestLintStrict(t *testing.T) {
@@ -127,6 +132,10 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"decisions.spillVolume.type=hostPath", "type"},
 		{"replicaCout=2", "replicaCout"},
 		{"certManager.enabled=true", "certManager.issuerRef.name"},
+		{"database.transactionPooling=true", "database.directUrlKey"},
+		{"metrics.tls=yes", "tls"},
+		{"metrics.tokenKey=", "tokenKey"},
+		{"metrics.tokenFile=/t", "tokenFile"},
 	} {
 		_, stderr, err := helm(t, "template", "rel", chartDir, "--kube-version", kubeVersion, "--set", tc.set)
 		if err == nil {

@@ -109,9 +109,21 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 	if slices.ContainsFunc(gw.Args, func(a string) bool {
-		return strings.HasPrefix(a, "--client-ca") || strings.HasPrefix(a, "--public-webhook-url")
+		return strings.HasPrefix(a, "--client-ca") || strings.HasPrefix(a, "--public-webhook-url") || strings.HasPrefix(a, "--metrics-")
 	}) {
 		t.Errorf("unset values reach the args: %v", gw.Args)
+	}
+
+	// One database URL, from the Secret, for the gateway and the
+	// migration; plain-HTTP probes.
+	job := one(t, objs, "Job").typed.(*batchv1.Job)
+	for _, c := range []*corev1.Container{gw, &job.Spec.Template.Spec.Containers[0]} {
+		if env := envNames(c); !slices.Contains(env, "PORTCULLIS_DATABASE_URL_FILE") || slices.Contains(env, "PORTCULLIS_DATABASE_DIRECT_URL_FILE") {
+			t.Errorf("%s: database environment %v", c.Name, env)
+		}
+	}
+	if gw.LivenessProbe.HTTPGet.Scheme != "" || gw.ReadinessProbe.HTTPGet.Scheme != "" {
+		t.Errorf("probe schemes %q, %q without metrics.tls", gw.LivenessProbe.HTTPGet.Scheme, gw.ReadinessProbe.HTTPGet.Scheme)
 	}
 
 	// No token, a service account of its own, a priority, spread.
@@ -160,7 +172,6 @@ func TestDefaults(t *testing.T) {
 	}
 
 	// The migration hook runs like the gateway, with a deadline.
-	job := one(t, objs, "Job").typed.(*batchv1.Job)
 	if job.Spec.ActiveDeadlineSeconds == nil || job.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().IsZero() ||
 		job.Annotations["helm.sh/hook"] != "pre-install,pre-upgrade" {
 		t.Errorf("migration job: %+v", job.Spec)
@@ -211,7 +222,40 @@ func TestRealisticOverrides(t *testing.T) {
 	if !slices.Contains(names, any("portcullis.example.com")) || cert.u["spec"].(map[string]any)["secretName"] != "rel-portcullis-tls" {
 		t.Errorf("certificate %v", cert.u["spec"])
 	}
-	one(t, objs, "ServiceMonitor")
+	// The pool goes through PgBouncer: the gateway and the migration
+	// also get the direct URL, from the same Secret.
+	job := one(t, objs, "Job").typed.(*batchv1.Job)
+	for _, c := range []*corev1.Container{gw, &job.Spec.Template.Spec.Containers[0]} {
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "PORTCULLIS_DATABASE_DIRECT_URL_FILE" && e.Value == "/etc/portcullis/database/direct-url"
+		}) || !slices.Contains(envNames(c), "PORTCULLIS_DATABASE_URL_FILE") {
+			t.Errorf("%s: database environment %+v", c.Name, c.Env)
+		}
+	}
+
+	// Metrics over TLS with a token: the flags, the mounted Secret, HTTPS
+	// probes, and a ServiceMonitor that verifies and authenticates.
+	for _, arg := range []string{"--metrics-tls", "--metrics-token-file=/etc/portcullis/metrics-token/token"} {
+		if !slices.Contains(gw.Args, arg) {
+			t.Errorf("gateway args lack %s: %v", arg, gw.Args)
+		}
+	}
+	if !slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == "portcullis-metrics-token"
+	}) || !slices.ContainsFunc(gw.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/etc/portcullis/metrics-token" }) {
+		t.Errorf("metrics token not mounted: %+v", gw.VolumeMounts)
+	}
+	if gw.LivenessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS || gw.ReadinessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("probe schemes %q, %q with metrics.tls", gw.LivenessProbe.HTTPGet.Scheme, gw.ReadinessProbe.HTTPGet.Scheme)
+	}
+	ep := one(t, objs, "ServiceMonitor").u["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
+	tlsCfg, _ := ep["tlsConfig"].(map[string]any)
+	bearer, _ := ep["bearerTokenSecret"].(map[string]any)
+	if ep["scheme"] != "https" || tlsCfg == nil || tlsCfg["serverName"] != "rel-portcullis-webhook.portcullis-system.svc" ||
+		tlsCfg["ca"].(map[string]any)["secret"].(map[string]any)["key"] != "ca.crt" ||
+		bearer["name"] != "portcullis-metrics-token" || bearer["key"] != "token" {
+		t.Errorf("ServiceMonitor endpoint %v", ep)
+	}
 	one(t, objs, "PrometheusRule")
 	one(t, objs, "NetworkPolicy")
 	one(t, objs, "PersistentVolumeClaim")
@@ -261,4 +305,12 @@ func TestNameOverrides(t *testing.T) {
 			t.Errorf("service %q", o.name)
 		}
 	}
+}
+
+func envNames(c *corev1.Container) []string {
+	var names []string
+	for _, e := range c.Env {
+		names = append(names, e.Name)
+	}
+	return names
 }

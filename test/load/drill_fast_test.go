@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,13 +19,16 @@ import (
 // The fast drills need no HAProxy and no load: `make test` runs them
 // (PORTCULLIS_DRILLS=fast).
 
-// Drill 5: a replica started while its database is down is not ready and
-// answers every webhook call with 503 at once: never an allowed review.
+// Drill 5: a replica started while its database is down (behind a
+// PgBouncer that is up) is not ready and answers every webhook call with
+// 503 at once: never an allowed review.
 func TestDrillColdStart(t *testing.T) {
 	drillsEnabled(t, true)
 	dir := t.TempDir()
 	// Nothing listens on this socket directory.
 	f := &fixture{dir: dir, dbURL: "postgres://postgres@/postgres?host=" + dir + "/no-postgres&sslmode=disable"}
+	// PgBouncer is up, PostgreSQL behind it is not.
+	f.bouncer = startPgBouncer(t, filepath.Join(dir, "no-postgres"))
 	f.makeCerts(t)
 	r := newReplica(t, f, gatewayBinary(t), "drill-cold")
 	r.start(t)
@@ -65,7 +69,7 @@ func TestDrillColdStart(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	fmt.Printf("drill 5, cold start with Postgres down: %d probes over 3s: /readyz 503 every time, webhook 503 with Retry-After every time (slowest %s ms), never allowed\n",
+	fmt.Printf("drill 5, cold start with Postgres down behind PgBouncer: %d probes over 3s: /readyz 503 every time, webhook 503 with Retry-After every time (slowest %s ms), never allowed\n",
 		probes, ms(slowest))
 }
 
@@ -74,6 +78,7 @@ func TestDrillColdStart(t *testing.T) {
 func TestDrillRevocation(t *testing.T) {
 	drillsEnabled(t, true)
 	f := newFixture(t)
+	f.bouncer = startPgBouncer(t, f.pg.SocketDir)
 	bin := gatewayBinary(t)
 	a, b := newReplica(t, f, bin, "drill-rev-a"), newReplica(t, f, bin, "drill-rev-b")
 	for _, r := range []*replica{a, b} {
@@ -98,6 +103,7 @@ func TestDrillRevocation(t *testing.T) {
 		t.Fatalf("before the revocation: %s", p)
 	}
 
+	xacts := f.bouncer.transactions()
 	url := fmt.Sprintf("https://%s/api/v1/tenants/%s/clusters/%s/credentials/%d", a.admin, ten.name, ten.creds[0].cluster, ten.creds[0].id)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
 	req.Header.Set("Authorization", "Bearer "+operator)
@@ -126,7 +132,12 @@ func TestDrillRevocation(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	fmt.Printf("drill 6, revocation through %s's admin API: refused by %s %s ms later (target %s)\n", a.name, b.name, ms(took), drillRevokeMax)
+	through := f.bouncer.transactions() - xacts
+	fmt.Printf("drill 6, revocation through %s's admin API (pool through PgBouncer: %d transactions meanwhile; LISTEN direct): refused by %s %s ms later (target %s)\n",
+		a.name, through, b.name, ms(took), drillRevokeMax)
+	if through <= 0 {
+		t.Errorf("PgBouncer passed %d transactions during the revocation: the replicas' pool did not go through it", through)
+	}
 	if took > drillRevokeMax {
 		t.Errorf("the revocation took %v to reach the other replica; want at most %v", took, drillRevokeMax)
 	}

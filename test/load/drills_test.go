@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/portcullis-dev/portcullis/internal/policystore"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // drillCluster is the drills' stand-in for a production install: two
@@ -33,6 +34,7 @@ func newDrillCluster(t *testing.T) *drillCluster {
 	d := &drillCluster{items: buildCorpus(t), rate: envInt(t, envDrillRate, 500),
 		outage: time.Duration(envInt(t, envDrillOutage, 60)) * time.Second}
 	d.f = newFixture(t)
+	d.f.bouncer = startPgBouncer(t, d.f.pg.SocketDir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// Several tenants and clusters, one client (apiserver) each.
@@ -133,6 +135,11 @@ func TestDrills(t *testing.T) {
 	t.Run("kill-9", d.kill9)
 	t.Run("postgres-outage", d.postgresOutage)
 	t.Run("spill-full-and-corrupt", d.spillFull)
+	xacts := d.f.bouncer.transactions()
+	d.figure("the replicas' pool went through PgBouncer in transaction mode (%d transactions), their LISTEN connections direct", xacts)
+	if xacts <= 0 {
+		t.Errorf("PgBouncer passed %d transactions: the replicas' pool did not go through it", xacts)
+	}
 	fmt.Println("\n== drill figures")
 	for _, s := range d.figures {
 		fmt.Println(s)
@@ -175,7 +182,16 @@ func (d *drillCluster) kill9(t *testing.T) {
 	l := startLoad(t, d.f, d.url(), drillPrefix+"2", d.rate, d.items)
 	time.Sleep(2 * time.Second)
 	stopPG(t, d.f)
-	time.Sleep(3 * time.Second)
+	stopped := time.Now()
+	// The replica must die with decisions spilled. Through PgBouncer a
+	// write in flight when the database goes waits for a server
+	// connection until the recorder's write timeout (5s) gives up; direct,
+	// it fails at once.
+	testutil.Eventually(t, 20*time.Second, d.a.name+" spilling", func() bool {
+		return d.a.metric("portcullis_decisions_spilled_total") > 0
+	})
+	spilling := time.Since(stopped)
+	time.Sleep(time.Second)
 	spilledA := d.a.metric("portcullis_decisions_spilled_total")
 	killed := time.Now()
 	d.a.kill(t)
@@ -222,8 +238,8 @@ func (d *drillCluster) kill9(t *testing.T) {
 		}
 	}
 	d.figure("drill 2, kill -9 at %d req/s: %s; %d requests in flight (both replicas) at the instant of the kill; %d failed, on %d of %d connections, sent from %+.0f to %+.0f ms of the kill (the process was gone %.0f ms after it), %d after both it was gone and their client saw its connection close; "+
-		"the killed replica had spilled %.0f decisions before the kill and replayed %.0f after its restart; %s (answered but not stored: in its memory queue at the kill, lost by design)",
-		d.rate, res, inFlight, len(res.failed), len(seen), len(l.clients), first.Seconds()*1000, last.Seconds()*1000, gone.Sub(killed).Seconds()*1000, late, spilledA, replayedA, acc)
+		"the killed replica began spilling %.1fs after the database stopped, had spilled %.0f decisions before the kill and replayed %.0f after its restart; %s (answered but not stored: in its memory queue at the kill, lost by design)",
+		d.rate, res, inFlight, len(res.failed), len(seen), len(l.clients), first.Seconds()*1000, last.Seconds()*1000, gone.Sub(killed).Seconds()*1000, late, spilling.Seconds(), spilledA, replayedA, acc)
 	res.reportFailures(t, 10)
 	switch {
 	case late > 0:

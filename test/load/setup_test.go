@@ -46,6 +46,8 @@ type fixture struct {
 	caPool *x509.CertPool
 	pg     *pglocal.Cluster
 	pool   *pgxpool.Pool // the test's own, for setup and counting
+	// bouncer, when set, stands between the gateways' pools and pg.
+	bouncer *pgbouncer
 	// tenants onboarded, the first being tenantName with its one cluster.
 	tenants []onboarded
 }
@@ -231,6 +233,12 @@ func serverLog(name string) string {
 // 10s) unless it has exited already.
 func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *proc {
 	t.Helper()
+	return pinnedAs(t, name, cpu, nil, env, argv...)
+}
+
+// pinnedAs is pinned as the user of cred (nil: this process's).
+func pinnedAs(t *testing.T, name string, cpu int, cred *syscall.Credential, env []string, argv ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if cpu >= 0 {
 		cmd = exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu)}, argv...)...)
@@ -255,7 +263,7 @@ func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *p
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -279,10 +287,16 @@ func pinned(t *testing.T, name string, cpu int, env []string, argv ...string) *p
 }
 
 // gatewayArgs is the command line of a gateway on the given addresses.
+// Behind the fixture's PgBouncer, its pool goes through it and its LISTEN
+// connection goes direct.
 func gatewayArgs(f *fixture, bin, stateDir, webhook, admin, metrics string, extra ...string) []string {
-	return append([]string{bin, "--state-dir", stateDir,
-		"--database-url", f.dbURL, "--webhook-addr", webhook, "--admin-addr", admin,
-		"--metrics-addr", metrics, "--log-level", "warn"}, extra...)
+	db := []string{"--database-url", f.dbURL}
+	if f.bouncer != nil {
+		db = []string{"--database-url", f.bouncer.url, "--database-direct-url", f.dbURL}
+	}
+	return append(append([]string{bin, "--state-dir", stateDir}, db...), append([]string{
+		"--webhook-addr", webhook, "--admin-addr", admin,
+		"--metrics-addr", metrics, "--log-level", "warn"}, extra...)...)
 }
 
 // startGateway runs the gateway binary as server name, with extra flags.

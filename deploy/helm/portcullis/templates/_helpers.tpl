@@ -53,6 +53,26 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- .Values.database.existingSecret | default (include "portcullis.child" (dict "root" . "suffix" "database")) -}}
 {{- end -}}
 
+{{/* The database Secret's key of the direct URL (--database-direct-url);
+required when the main URL goes through PgBouncer in transaction mode. */}}
+{{- define "portcullis.databaseDirectKey" -}}
+{{- if .Values.database.transactionPooling -}}
+{{- required "database.directUrlKey is required when database.transactionPooling is true: LISTEN, partition maintenance and migrations need a session, which PgBouncer in transaction mode does not keep" .Values.database.directUrlKey -}}
+{{- else -}}
+{{- .Values.database.directUrlKey -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The database URLs, as the environment of the gateway and of admin. */}}
+{{- define "portcullis.databaseEnv" -}}
+- name: PORTCULLIS_DATABASE_URL_FILE
+  value: /etc/portcullis/database/{{ .Values.database.urlKey }}
+{{- with (include "portcullis.databaseDirectKey" .) }}
+- name: PORTCULLIS_DATABASE_DIRECT_URL_FILE
+  value: /etc/portcullis/database/{{ . }}
+{{- end }}
+{{- end -}}
+
 {{- define "portcullis.tlsSecret" -}}
 {{- .Values.tls.existingSecret | default (include "portcullis.child" (dict "root" . "suffix" "tls")) -}}
 {{- end -}}
