@@ -33,10 +33,10 @@ var decisionStatsParams = append(append([]param{}, decisionWindow...),
 func (s *Server) decisionRoutes() []route {
 	return []route{
 		{method: "GET", path: "/api/v1/tenants/{tenant}/decisions", summary: "The tenant's admission decisions, newest first",
-			access: tenantViewer, query: decisionListParams, response: decisions.Page{}, handle: s.listDecisions},
+			access: tenantViewer, query: decisionListParams, response: apiv1.DecisionList{}, handle: s.listDecisions},
 		{method: "GET", path: "/api/v1/tenants/{tenant}/decisions/stats",
 			summary: "Counts of the tenant's decisions by verdict, denying policy and cluster, in time buckets",
-			access:  tenantViewer, query: decisionStatsParams, response: decisions.Stats{}, handle: s.decisionStats},
+			access:  tenantViewer, query: decisionStatsParams, response: apiv1.DecisionStats{}, handle: s.decisionStats},
 	}
 }
 
@@ -60,7 +60,7 @@ func (s *Server) listDecisions(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(page)
+	return c.json(decisionList(page))
 }
 
 func (s *Server) decisionStats(c *call) error {
@@ -78,7 +78,7 @@ func (s *Server) decisionStats(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(stats)
+	return c.json(decisionStatsOut(stats))
 }
 
 func decisionTimes(c *call) (since, until time.Time, err error) {

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
@@ -116,4 +119,75 @@ func TestDecisionRoutes(t *testing.T) {
 			t.Errorf("%s = %d %s, want 422 on %s", tt.path, code, raw, tt.field)
 		}
 	}
+}
+
+// The API shape of a decision: lowerCamelCase, bindings and annotations as
+// stored. (Moved from the store's tests with the wire types.)
+func TestDecisionJSON(t *testing.T) {
+	e := newEnv(t)
+	d := e.decision("a", e.tenantA.ID, "prod", time.Now(), "no-latest")
+	d.Bindings[1].Param = "default/limits"
+	d.AuditAnnotations = []decisions.AuditAnnotation{{Key: "no-latest/image", Value: "nginx:latest"}}
+	d.Warnings = []string{"careful"}
+	d.UserGroups = []string{"system:authenticated"}
+	d.Latency = 1500 * time.Microsecond
+	e.recordDecisions(d)
+	code, b := e.do(e.viewerA, "GET", "/api/v1/tenants/a/decisions", nil)
+	if code != http.StatusOK {
+		t.Fatalf("list: %d %s", code, b)
+	}
+	b = compact(t, b)
+	var got map[string]any
+	_ = json.Unmarshal(b, &got)
+	items, _ := got["items"].([]any)
+	if len(items) != 1 {
+		t.Fatalf("items: %s", b)
+	}
+	item := items[0].(map[string]any)
+	for _, k := range []string{"id", "time", "tenant", "cluster", "uid", "operation", "group", "version", "resource",
+		"subResource", "kind", "namespace", "name", "userName", "userGroups", "dryRun", "verdict", "httpStatus", "code",
+		"reason", "message", "warnings", "auditAnnotations", "bindings", "latencyMs", "instance", "snapshotVersion",
+		"endpoint", "mutated", "mutatedBy", "patch", "patchTruncated"} {
+		if _, ok := item[k]; !ok {
+			t.Errorf("no %q in %s", k, b)
+		}
+	}
+	if len(item) != 32 {
+		t.Errorf("%d keys, want 32: %s", len(item), b)
+	}
+	if _, ok := got["continue"]; !ok {
+		t.Error("no continue in the page")
+	}
+	bind := item["bindings"].([]any)[1].(map[string]any)
+	for _, k := range []string{"policy", "binding", "param", "outcome", "denied", "failurePolicyApplied", "timeout", "error", "messages"} {
+		if _, ok := bind[k]; !ok {
+			t.Errorf("no %q in binding %v", k, bind)
+		}
+	}
+	if _, ok := bind["mutated"]; ok {
+		t.Errorf("a validating binding has mutated: %v", bind)
+	}
+	if code, empty := e.do(e.adminB, "GET", "/api/v1/tenants/b/decisions", nil); code != http.StatusOK ||
+		string(compact(t, empty)) != `{"items":[],"continue":""}` {
+		t.Errorf("empty page = %d %s", code, empty)
+	}
+	if !strings.Contains(string(b), `"userGroups":["system:authenticated"]`) || strings.Contains(string(b), "null") {
+		t.Errorf("lists are not arrays: %s", b)
+	}
+	var page apiv1.DecisionList
+	_ = json.Unmarshal(b, &page)
+	r := page.Items[0]
+	if r.ID != d.ID || r.AuditAnnotations["no-latest/image"] != "nginx:latest" || r.Bindings[1].Param != "default/limits" ||
+		r.LatencyMs != 1.5 || r.Code != 403 || r.Warnings[0] != "careful" || !r.Time.Equal(d.Time.Truncate(time.Microsecond)) {
+		t.Fatalf("record %+v", r)
+	}
+}
+
+func compact(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return out.Bytes()
 }

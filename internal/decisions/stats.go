@@ -23,24 +23,25 @@ type StatsQuery struct {
 	Cluster      string
 }
 
-// Stats are a tenant's decision counts per time bucket, oldest first.
+// Stats are a tenant's decision counts per time bucket, oldest first
+// (apiv1.DecisionStats on the wire).
 // Every bucket of the window is present, empty ones included.
 type Stats struct {
-	Since   time.Time `json:"since"`
-	Until   time.Time `json:"until"`
-	Bucket  string    `json:"bucket"` // a Go duration: 1m0s, 1h0m0s, 24h0m0s
-	Buckets []Bucket  `json:"buckets"`
+	Since   time.Time
+	Until   time.Time
+	Bucket  string // a Go duration: 1m0s, 1h0m0s, 24h0m0s
+	Buckets []Bucket
 }
 
 // Bucket counts the decisions of [Start, Start+bucket): by verdict, by the
 // policies that denied them (a decision denied by two policies counts for
 // both) and by cluster.
 type Bucket struct {
-	Start    time.Time        `json:"start"`
-	Total    int64            `json:"total"`
-	Verdicts map[string]int64 `json:"verdicts"`
-	DeniedBy map[string]int64 `json:"deniedBy"`
-	Clusters map[string]int64 `json:"clusters"`
+	Start    time.Time
+	Total    int64
+	Verdicts map[string]int64
+	DeniedBy map[string]int64
+	Clusters map[string]int64
 }
 
 func (q *StatsQuery) normalize(now time.Time) error {

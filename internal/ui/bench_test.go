@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkDecisionsPage(b *testing.B) {
 		return rec.Body.String()
 	}
 	// The second page's cursor, as the first page's Next link has it.
-	var first list[decision]
+	var first list[apiv1.Decision]
 	if err := e.ui.call(context.Background(), e.adminA, "GET", p("tenants", "a", "decisions"), nil, nil, &first); err != nil {
 		b.Fatal(err)
 	}

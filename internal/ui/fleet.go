@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"net/url"
 	"slices"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
 // fleetRow is one tenant's counts on the operator's fleet-wide Decisions
@@ -50,13 +52,13 @@ func (s *Server) fleetSummary(r *request) error {
 		return err
 	}
 	for _, t := range ts.Items {
-		var st decisionStats
+		var st apiv1.DecisionStats
 		if err := r.api("GET", p("tenants", t.Name, "decisions", "stats"), url.Values{"since": {since}, "bucket": {bucket}}, nil, &st); err != nil {
 			return err
 		}
 		row := fleetRow{Tenant: t.Name}
 		var byPolicy map[string]int64
-		row.Requests, row.Denials, byPolicy = st.totals()
+		row.Requests, row.Denials, byPolicy = totals(st)
 		for p, n := range byPolicy {
 			if n > row.TopDenials || n == row.TopDenials && p < row.TopPolicy {
 				row.TopPolicy, row.TopDenials = p, n

@@ -61,7 +61,7 @@ func (s *Server) testPage(r *request) error {
 // rebuildReview is the AdmissionReview of a recorded decision, as far as
 // it was recorded: the request's metadata and user, but not the object,
 // which decisions do not keep; the page asks for it.
-func rebuildReview(d decision) string {
+func rebuildReview(d apiv1.Decision) string {
 	obj := map[string]any{"apiVersion": strings.TrimPrefix(d.Group+"/"+d.Version, "/"), "kind": d.Kind,
 		"metadata": map[string]any{"name": d.Name, "namespace": d.Namespace}}
 	req := map[string]any{
