@@ -5,7 +5,7 @@
 // 00004 decisions, 00005 admin API, 00006 cluster CRDs, 00007 decision
 // mutations, 00008 URL credentials, 00009 admin audit actor ids, 00010
 // tenant limits, 00011 committed inventory, 00012 the dashboards' read-only
-// role; later files take the next free number.
+// role, 00013 decision counts; later files take the next free number.
 package migrations
 
 import "embed"

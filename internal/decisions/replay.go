@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -153,10 +155,10 @@ func (r *PGRecorder) skipPastRetention(ds []*Decision, seg string) []*Decision {
 // temporary table (TEMP privilege) is needed.
 var insertSQL = fmt.Sprintf(`INSERT INTO decisions (%[1]s)
 	SELECT %[1]s FROM jsonb_populate_recordset(NULL::decisions, $1::jsonb)
-	ON CONFLICT DO NOTHING`, strings.Join(columns, ", "))
+	ON CONFLICT DO NOTHING RETURNING id`, strings.Join(columns, ", "))
 
 // insertRowSQL inserts one row, for the rows insertOnce retries alone.
-var insertRowSQL = fmt.Sprintf("INSERT INTO decisions (%s) VALUES (%s) ON CONFLICT DO NOTHING",
+var insertRowSQL = fmt.Sprintf("INSERT INTO decisions (%s) VALUES (%s) ON CONFLICT DO NOTHING RETURNING id",
 	strings.Join(columns, ", "), placeholders(len(columns)))
 
 // insertOnce inserts the decisions whose id is not stored yet. Rows
@@ -182,24 +184,67 @@ func (r *PGRecorder) insertOnce(ctx context.Context, ds []*Decision) (int, error
 	if err != nil {
 		return 0, err
 	}
-	tag, err := r.cfg.Pool.Exec(ctx, insertSQL, string(payload))
+	n := 0
+	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+		ids, err := insertedIDs(ctx, tx, insertSQL, string(payload))
+		if err != nil {
+			return err
+		}
+		n = len(ids)
+		return addCounts(ctx, tx, inserted(ds, ids))
+	})
 	if isDataError(err) {
 		return r.insertEach(ctx, ds, rows)
 	}
-	return int(tag.RowsAffected()), err
+	return n, err
+}
+
+// insertedIDs runs an insert that returns the ids it inserted.
+func insertedIDs(ctx context.Context, tx pgx.Tx, sql string, args ...any) (map[uuid.UUID]bool, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[uuid.UUID]bool{}
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		u, err := uuid.Parse(id)
+		ids[u] = true
+		return err
+	})
+	return ids, err
+}
+
+// inserted are the decisions of ds whose id is in ids: only those are
+// counted, the others were stored (and counted) already.
+func inserted(ds []*Decision, ids map[uuid.UUID]bool) []*Decision {
+	var out []*Decision
+	for _, d := range ds {
+		if u, err := uuid.Parse(d.ID); err == nil && ids[u] {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (r *PGRecorder) insertEach(ctx context.Context, ds []*Decision, rows [][]any) (int, error) {
 	n := 0
 	for i, row := range rows {
-		tag, err := r.cfg.Pool.Exec(ctx, insertRowSQL, row...)
+		var ids map[uuid.UUID]bool
+		err := pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+			var err error
+			if ids, err = insertedIDs(ctx, tx, insertRowSQL, row...); err != nil {
+				return err
+			}
+			return addCounts(ctx, tx, inserted(ds[i:i+1], ids))
+		})
 		switch {
 		case isDataError(err):
 			r.drop(1, fmt.Errorf("decision %s refused by the database: %w", ds[i].ID, err))
 		case err != nil:
 			return n, err
 		default:
-			n += int(tag.RowsAffected())
+			n += len(ids)
 		}
 	}
 	return n, nil

@@ -120,7 +120,24 @@ func seedDecisions(tb testing.TB, e *env, n int, window time.Duration) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := e.pool.Exec(ctx, `ANALYZE decisions`); err != nil {
+	// The writer keeps the counts as it writes; a direct insert adds them
+	// as migration 00013 does.
+	if _, err := e.pool.Exec(ctx, `
+		INSERT INTO decision_counts_minute (tenant_id, bucket, cluster, verdict, policy, n)
+		SELECT tenant_id, date_bin('1 minute', time, 'epoch'), cluster, verdict, '', count(*)
+		FROM decisions GROUP BY 1, 2, 3, 4
+		UNION ALL
+		SELECT tenant_id, date_bin('1 minute', time, 'epoch'), cluster, verdict, p, count(*)
+		FROM decisions, unnest(denied_by) AS p GROUP BY 1, 2, 3, 4, 5`); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `
+		INSERT INTO decision_counts_hour (tenant_id, bucket, cluster, verdict, policy, n)
+		SELECT tenant_id, date_bin('1 hour', bucket, 'epoch'), cluster, verdict, policy, sum(n)
+		FROM decision_counts_minute GROUP BY 1, 2, 3, 4, 5`); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `ANALYZE decisions, decision_counts_minute, decision_counts_hour`); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Logf("seeded %d decisions in %s", n, time.Since(start).Round(time.Millisecond))
