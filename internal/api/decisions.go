@@ -37,8 +37,17 @@ func (s *Server) decisionRoutes() []route {
 		{method: "GET", path: "/api/v1/tenants/{tenant}/decisions/stats",
 			summary: "Counts of the tenant's decisions by verdict, denying policy and cluster, in time buckets",
 			access:  tenantViewer, query: decisionStatsParams, response: apiv1.DecisionStats{}, handle: s.decisionStats},
+		{method: "GET", path: "/api/v1/decisions", summary: "Every tenant's admission decisions, newest first",
+			access: operatorOnly, query: append([]param{fleetTenantParam}, decisionListParams...),
+			response: apiv1.DecisionList{}, handle: s.listDecisions},
+		{method: "GET", path: "/api/v1/decisions/stats",
+			summary: "Counts of every tenant's decisions in time buckets, summed, and of each tenant's in the window",
+			access:  operatorOnly, query: append([]param{fleetTenantParam}, decisionStatsParams...),
+			response: apiv1.FleetDecisionStats{}, handle: s.decisionStats},
 	}
 }
+
+var fleetTenantParam = param{"tenant", "only this tenant's decisions (by name)"}
 
 func (s *Server) listDecisions(c *call) error {
 	f := decisions.Filter{
@@ -56,7 +65,12 @@ func (s *Server) listDecisions(c *call) error {
 		return err
 	}
 	f.Limit = int(limit)
-	page, err := s.Decisions.List(c.ctx(), c.tenant.ID, f)
+	var page decisions.Page
+	if c.tenant.ID == 0 { // the fleet-wide route
+		page, err = s.Decisions.ListAll(c.ctx(), c.query("tenant"), f)
+	} else {
+		page, err = s.Decisions.List(c.ctx(), c.tenant.ID, f)
+	}
 	if err != nil {
 		return err
 	}
@@ -73,6 +87,13 @@ func (s *Server) decisionStats(c *call) error {
 		if q.Bucket, err = time.ParseDuration(b); err != nil {
 			return fault.InvalidField("bucket", "must be a Go duration (1m, 1h, 24h), not %q", b)
 		}
+	}
+	if c.tenant.ID == 0 { // the fleet-wide route
+		stats, tenants, err := s.Decisions.StatsAll(c.ctx(), c.query("tenant"), q)
+		if err != nil {
+			return err
+		}
+		return c.json(fleetStatsOut(stats, tenants))
 	}
 	stats, err := s.Decisions.Stats(c.ctx(), c.tenant.ID, q)
 	if err != nil {

@@ -191,3 +191,85 @@ func compact(t *testing.T, b []byte) []byte {
 	}
 	return out.Bytes()
 }
+
+// The operator's fleet-wide routes merge every tenant's decisions, newest
+// first, and count them; no tenant's token may call them.
+func TestFleetDecisionRoutes(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.recordDecisions(
+		e.decision("a", e.tenantA.ID, "c1", now.Add(-4*time.Minute), ""),
+		e.decision("b", e.tenantB.ID, "c1", now.Add(-3*time.Minute), "no-privileged"),
+		e.decision("a", e.tenantA.ID, "c2", now.Add(-2*time.Minute), "no-privileged"),
+		e.decision("b", e.tenantB.ID, "c9", now.Add(-time.Minute), ""),
+	)
+	list := func(query string) apiv1.DecisionList {
+		t.Helper()
+		var l apiv1.DecisionList
+		e.doJSON(e.operator, "GET", "/api/v1/decisions"+query, nil, http.StatusOK, &l)
+		return l
+	}
+	tenants := func(l apiv1.DecisionList) (s string) {
+		for _, d := range l.Items {
+			s += d.Tenant + "/" + d.Cluster + " "
+		}
+		return s
+	}
+	if l := list(""); tenants(l) != "b/c9 a/c2 b/c1 a/c1 " || l.Continue != "" {
+		t.Fatalf("all: %s %+v", tenants(l), l)
+	}
+	for query, want := range map[string]string{
+		"?tenant=a": "a/c2 a/c1 ", "?tenant=b&verdict=denied": "b/c1 ", "?policy=no-privileged": "a/c2 b/c1 ",
+		"?cluster=c1": "b/c1 a/c1 ", "?since=150s": "b/c9 a/c2 ", "?tenant=nobody": "",
+	} {
+		if got := tenants(list(query)); got != want {
+			t.Errorf("%s: %q, want %q", query, got, want)
+		}
+	}
+	var pages []string
+	for l := list("?limit=3"); ; l = list("?limit=3&continue=" + l.Continue) {
+		pages = append(pages, tenants(l))
+		if l.Continue == "" {
+			break
+		}
+	}
+	if len(pages) != 2 || pages[0] != "b/c9 a/c2 b/c1 " || pages[1] != "a/c1 " {
+		t.Errorf("pages: %q", pages)
+	}
+
+	var st apiv1.FleetDecisionStats
+	e.doJSON(e.operator, "GET", "/api/v1/decisions/stats?since=1h&bucket=1h", nil, http.StatusOK, &st)
+	var total, denied int64
+	for _, b := range st.Buckets {
+		total += b.Total
+		denied += b.DeniedBy["no-privileged"]
+	}
+	if total != 4 || denied != 2 {
+		t.Errorf("fleet stats: %d decisions, %d denied by no-privileged: %+v", total, denied, st)
+	}
+	byTenant := map[string]apiv1.TenantDecisionCounts{}
+	for _, c := range st.Tenants {
+		byTenant[c.Tenant] = c
+	}
+	if a := byTenant["a"]; a.Total != 2 || a.Verdicts["denied"] != 1 || a.DeniedBy["no-privileged"] != 1 {
+		t.Errorf("tenant a: %+v", a)
+	}
+	if len(st.Tenants) != len(byTenant) || byTenant["b"].Total != 2 {
+		t.Errorf("tenants: %+v", st.Tenants)
+	}
+	e.doJSON(e.operator, "GET", "/api/v1/decisions/stats?since=1h&bucket=1h&tenant=b", nil, http.StatusOK, &st)
+	if len(st.Tenants) != 1 || st.Tenants[0].Tenant != "b" || st.Tenants[0].Total != 2 {
+		t.Errorf("tenant b's stats: %+v", st.Tenants)
+	}
+
+	for _, token := range []string{e.adminA, e.viewerA, e.adminB} {
+		for _, path := range []string{"/api/v1/decisions", "/api/v1/decisions/stats", "/api/v1/decisions?tenant=a"} {
+			if code, raw := e.do(token, "GET", path, nil); code != http.StatusForbidden {
+				t.Errorf("a tenant's token: GET %s = %d %s, want 403", path, code, raw)
+			}
+		}
+	}
+	if code, raw := e.do(e.operator, "GET", "/api/v1/decisions?verdict=maybe", nil); code != http.StatusUnprocessableEntity {
+		t.Errorf("bad verdict: %d %s", code, raw)
+	}
+}

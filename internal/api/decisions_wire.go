@@ -56,6 +56,16 @@ func decisionStatsOut(s decisions.Stats) apiv1.DecisionStats {
 	return out
 }
 
+func fleetStatsOut(s decisions.Stats, ts []decisions.TenantCounts) apiv1.FleetDecisionStats {
+	st := decisionStatsOut(s)
+	out := apiv1.FleetDecisionStats{Since: st.Since, Until: st.Until, Bucket: st.Bucket, Buckets: st.Buckets,
+		Tenants: make([]apiv1.TenantDecisionCounts, len(ts))}
+	for i, t := range ts {
+		out.Tenants[i] = apiv1.TenantDecisionCounts{Tenant: t.Tenant, Total: t.Total, Verdicts: t.Verdicts, DeniedBy: t.DeniedBy}
+	}
+	return out
+}
+
 func auditEntryOut(e auditlog.Entry) apiv1.AuditEntry {
 	return apiv1.AuditEntry{
 		ID: e.ID, Time: e.Time, Actor: e.Actor, ActorName: e.ActorName, TokenID: e.TokenID, Tenant: e.Tenant,

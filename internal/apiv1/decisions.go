@@ -87,3 +87,22 @@ type DecisionBucket struct {
 	DeniedBy map[string]int64 `json:"deniedBy"`
 	Clusters map[string]int64 `json:"clusters"`
 }
+
+// FleetDecisionStats is GET /api/v1/decisions/stats (operators): the
+// buckets count every tenant's decisions; Tenants counts each tenant's
+// decisions of the whole window, every tenant there, by name.
+type FleetDecisionStats struct {
+	Since   time.Time              `json:"since"`
+	Until   time.Time              `json:"until"`
+	Bucket  string                 `json:"bucket"`
+	Buckets []DecisionBucket       `json:"buckets"`
+	Tenants []TenantDecisionCounts `json:"tenants"`
+}
+
+// TenantDecisionCounts are one tenant's decisions of a window.
+type TenantDecisionCounts struct {
+	Tenant   string           `json:"tenant"`
+	Total    int64            `json:"total"`
+	Verdicts map[string]int64 `json:"verdicts"`
+	DeniedBy map[string]int64 `json:"deniedBy"`
+}

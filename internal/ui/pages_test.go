@@ -207,6 +207,18 @@ func TestOperatorWalk(t *testing.T) {
 	if !strings.Contains(page, `hx-get="/ui/decisions/summary?range=24h"`) {
 		t.Errorf("fleet decisions page:\n%s", page)
 	}
+	// The fleet's table: every tenant's decisions, filterable by tenant.
+	if !strings.Contains(page, "mallory") || !strings.Contains(page, `href="/ui/t/a/decisions/`+d+`?at=`) {
+		t.Errorf("the fleet's table lacks tenant a's decision:\n%s", page)
+	}
+	for _, q := range []string{"tenant=b", "tenant=nobody", "verdict=allowed", "user=bob", "cluster=dev", "policy=other"} {
+		if _, page = b.get("/ui/decisions?" + q); strings.Contains(page, "mallory") {
+			t.Errorf("the fleet filter %s lets a decision through that it should not", q)
+		}
+	}
+	if _, page = b.get("/ui/decisions?range=1h&tenant=a&user=mallory&verdict=denied&operation=CREATE"); !strings.Contains(page, "mallory") {
+		t.Error("the fleet filters leave out a decision that matches them all")
+	}
 	code, page = b.get("/ui/decisions/summary?range=1h")
 	mustStatus(t, "fleet summary", code, 200, page)
 	if !strings.Contains(page, "1 requests, 1 denied, in 3 tenants") ||
