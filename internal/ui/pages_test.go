@@ -194,6 +194,14 @@ func TestOperatorWalk(t *testing.T) {
 
 	// Decisions and one decision's page.
 	d := recordDenial(t, e)
+	// The Test page offers the newest decisions to start from.
+	_, page = b.get("/ui/t/a/test")
+	pick := regexp.MustCompile(`href="(/ui/t/a/test\?at=[^"]+&amp;decision=` + d + `)"`).FindStringSubmatch(page)
+	if pick == nil || !strings.Contains(page, "Start from a recorded decision") {
+		t.Errorf("the test page offers no recorded decision:\n%s", page)
+	} else if code, page = b.get(strings.ReplaceAll(pick[1], "&amp;", "&")); code != 200 || !strings.Contains(page, "Rebuilt from decision "+d) {
+		t.Errorf("test page from a picked decision: %d\n%s", code, page)
+	}
 	if _, page = b.get("/ui/t/a/clusters?counts=1"); !strings.Contains(page, "<dt>Denials (24 h)</dt><dd>1</dd>") {
 		t.Errorf("clusters with counts:\n%s", page)
 	}

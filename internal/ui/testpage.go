@@ -21,8 +21,9 @@ type testForm struct {
 	Mutate   bool
 	Result   *testResult
 	// FromDecision names the recorded decision the review was rebuilt
-	// from.
+	// from. Recent are the tenant's newest decisions, to pick one from.
 	FromDecision string
+	Recent       []apiv1.Decision
 }
 
 type testResult struct {
@@ -48,6 +49,11 @@ func (s *Server) testPage(r *request) error {
 		return err
 	}
 	form := &testForm{Clusters: cs}
+	var recent apiv1.DecisionList
+	if err := r.api("GET", p("tenants", r.tenant(), "decisions"), url.Values{"limit": {"10"}}, nil, &recent); err != nil {
+		return err
+	}
+	form.Recent = recent.Items
 	if id := r.r.URL.Query().Get("decision"); id != "" {
 		d, err := findDecision(r, id, r.r.URL.Query().Get("at"))
 		if err != nil {
