@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,7 +71,8 @@ func TestCountsEqualDecisions(t *testing.T) {
 	for _, d := range spilled {
 		normalize(d)
 	}
-	writeSpill(t, f.dir, spilled)
+	// A decision twice in a file is stored, and counted, once.
+	writeSpill(t, f.dir, append(slices.Clone(spilled), spilled[:5]...))
 	f.reg = prometheus.NewRegistry()
 	r = f.recorder(t)
 	f.waitRows(t, len(written)+len(spilled))

@@ -155,10 +155,10 @@ func (r *PGRecorder) skipPastRetention(ds []*Decision, seg string) []*Decision {
 // temporary table (TEMP privilege) is needed.
 var insertSQL = fmt.Sprintf(`INSERT INTO decisions (%[1]s)
 	SELECT %[1]s FROM jsonb_populate_recordset(NULL::decisions, $1::jsonb)
-	ON CONFLICT DO NOTHING RETURNING id`, strings.Join(columns, ", "))
+	ON CONFLICT DO NOTHING RETURNING id, time`, strings.Join(columns, ", "))
 
 // insertRowSQL inserts one row, for the rows insertOnce retries alone.
-var insertRowSQL = fmt.Sprintf("INSERT INTO decisions (%s) VALUES (%s) ON CONFLICT DO NOTHING RETURNING id",
+var insertRowSQL = fmt.Sprintf("INSERT INTO decisions (%s) VALUES (%s) ON CONFLICT DO NOTHING RETURNING id, time",
 	strings.Join(columns, ", "), placeholders(len(columns)))
 
 // insertOnce inserts the decisions whose id is not stored yet. Rows
@@ -199,28 +199,40 @@ func (r *PGRecorder) insertOnce(ctx context.Context, ds []*Decision) (int, error
 	return n, err
 }
 
-// insertedIDs runs an insert that returns the ids it inserted.
-func insertedIDs(ctx context.Context, tx pgx.Tx, sql string, args ...any) (map[uuid.UUID]bool, error) {
+// rowKey is a stored row's key, (id, time).
+type rowKey struct {
+	id   uuid.UUID
+	time int64 // µs since the epoch, as stored
+}
+
+// insertedIDs runs an insert that returns the keys of the rows it
+// inserted, each with how many times.
+func insertedIDs(ctx context.Context, tx pgx.Tx, sql string, args ...any) (map[rowKey]int, error) {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
-	ids := map[uuid.UUID]bool{}
+	keys := map[rowKey]int{}
 	var id string
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error {
 		u, err := uuid.Parse(id)
-		ids[u] = true
+		keys[rowKey{u, at.UnixMicro()}]++
 		return err
 	})
-	return ids, err
+	return keys, err
 }
 
-// inserted are the decisions of ds whose id is in ids: only those are
-// counted, the others were stored (and counted) already.
-func inserted(ds []*Decision, ids map[uuid.UUID]bool) []*Decision {
+// inserted are the decisions of ds that the insert stored, each once (a
+// spill file may hold a decision twice; the insert stores it once): only
+// those are counted, the others were stored, and counted, already.
+func inserted(ds []*Decision, keys map[rowKey]int) []*Decision {
 	var out []*Decision
 	for _, d := range ds {
-		if u, err := uuid.Parse(d.ID); err == nil && ids[u] {
+		u, err := uuid.Parse(d.ID)
+		k := rowKey{u, d.Time.UnixMicro()}
+		if err == nil && keys[k] > 0 {
+			keys[k]--
 			out = append(out, d)
 		}
 	}
@@ -230,7 +242,7 @@ func inserted(ds []*Decision, ids map[uuid.UUID]bool) []*Decision {
 func (r *PGRecorder) insertEach(ctx context.Context, ds []*Decision, rows [][]any) (int, error) {
 	n := 0
 	for i, row := range rows {
-		var ids map[uuid.UUID]bool
+		var ids map[rowKey]int
 		err := pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
 			var err error
 			if ids, err = insertedIDs(ctx, tx, insertRowSQL, row...); err != nil {
