@@ -14,7 +14,9 @@ import (
 // The decision counts (decision_counts_minute and _hour, migration 00013)
 // are what the stats read instead of the decisions: the writer adds a
 // batch's counts in the transaction that writes the batch, so they equal
-// counting the decisions table at every commit.
+// counting the decisions table at every commit. Not a trigger: Citus runs
+// none on distributed tables. So a release older than the counts writes
+// decisions that stay uncounted (docs/decisions.md, "Upgrades").
 
 // countKey is one row of the counts: policy "" counts decisions, a
 // policy's name the decisions of that verdict it denied.

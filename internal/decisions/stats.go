@@ -133,9 +133,10 @@ func (b *Bucket) add(cluster, verdict, policy string, n int64) {
 }
 
 // countsSQL counts decisions by bucket ($4), cluster, verdict and denying
-// policy (” for all decisions) in [$2, $3), where the tenant condition
-// holds. Its parts do not overlap: hours [$2, $6), minutes [$6, $7), and
-// decisions [$7, $3). One statement reads them all, so one snapshot.
+// policy (the empty string for all decisions) in [$2, $3), where the
+// tenant condition holds. Its parts do not overlap: hours [$2, $6),
+// minutes [$6, $7), and decisions [$7, $3). One statement reads them all,
+// so one snapshot.
 func countsSQL(tenant string) string {
 	return `SELECT date_bin($4::interval, b, 'epoch'::timestamptz) AS bin, cluster, verdict, policy, sum(n)::bigint
 		FROM (
