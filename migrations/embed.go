@@ -6,7 +6,7 @@
 // mutations, 00008 URL credentials, 00009 admin audit actor ids, 00010
 // tenant limits, 00011 committed inventory, 00012 the dashboards' read-only
 // role, 00013 the web UI's sessions, 00014 decisions keyed by tenant
-// (Citus); later files take the next free number.
+// (Citus), 00015 decision counts; later files take the next free number.
 package migrations
 
 import "embed"

@@ -32,9 +32,9 @@ func (s *Server) auditRoutes() []route {
 		{method: "GET", path: "/api/v1/audit", summary: "The admin audit log of the whole gateway, newest first",
 			access:   operatorOnly,
 			query:    append([]param{{"tenant", "only entries about this tenant (by name; deleted tenants too)"}}, auditParams...),
-			response: apiv1.List[auditlog.Entry]{}, handle: s.listAudit},
+			response: apiv1.List[apiv1.AuditEntry]{}, handle: s.listAudit},
 		{method: "GET", path: "/api/v1/tenants/{tenant}/audit", summary: "The tenant's admin audit log, newest first",
-			access: tenantViewer, query: auditParams, response: apiv1.List[auditlog.Entry]{}, handle: s.listAudit},
+			access: tenantViewer, query: auditParams, response: apiv1.List[apiv1.AuditEntry]{}, handle: s.listAudit},
 	}
 }
 
@@ -72,13 +72,13 @@ func (s *Server) listAudit(c *call) error {
 	if err != nil {
 		return err
 	}
-	out := apiv1.List[auditlog.Entry]{Items: entries}
+	out := apiv1.List[apiv1.AuditEntry]{Items: []apiv1.AuditEntry{}}
 	if len(entries) > int(limit) {
-		out.Items = entries[:limit]
-		out.Continue = encodeCursor(strconv.FormatInt(out.Items[limit-1].ID, 10))
+		entries = entries[:limit]
+		out.Continue = encodeCursor(strconv.FormatInt(entries[limit-1].ID, 10))
 	}
-	if out.Items == nil {
-		out.Items = []auditlog.Entry{}
+	for _, e := range entries {
+		out.Items = append(out.Items, auditEntryOut(e))
 	}
 	return c.json(out)
 }

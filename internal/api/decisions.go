@@ -33,12 +33,21 @@ var decisionStatsParams = append(append([]param{}, decisionWindow...),
 func (s *Server) decisionRoutes() []route {
 	return []route{
 		{method: "GET", path: "/api/v1/tenants/{tenant}/decisions", summary: "The tenant's admission decisions, newest first",
-			access: tenantViewer, query: decisionListParams, response: decisions.Page{}, handle: s.listDecisions},
+			access: tenantViewer, query: decisionListParams, response: apiv1.DecisionList{}, handle: s.listDecisions},
 		{method: "GET", path: "/api/v1/tenants/{tenant}/decisions/stats",
 			summary: "Counts of the tenant's decisions by verdict, denying policy and cluster, in time buckets",
-			access:  tenantViewer, query: decisionStatsParams, response: decisions.Stats{}, handle: s.decisionStats},
+			access:  tenantViewer, query: decisionStatsParams, response: apiv1.DecisionStats{}, handle: s.decisionStats},
+		{method: "GET", path: "/api/v1/decisions", summary: "Every tenant's admission decisions, newest first",
+			access: operatorOnly, query: append([]param{fleetTenantParam}, decisionListParams...),
+			response: apiv1.DecisionList{}, handle: s.listDecisions},
+		{method: "GET", path: "/api/v1/decisions/stats",
+			summary: "Counts of every tenant's decisions in time buckets, summed, and of each tenant's in the window",
+			access:  operatorOnly, query: append([]param{fleetTenantParam}, decisionStatsParams...),
+			response: apiv1.FleetDecisionStats{}, handle: s.decisionStats},
 	}
 }
+
+var fleetTenantParam = param{"tenant", "only this tenant's decisions (by name)"}
 
 func (s *Server) listDecisions(c *call) error {
 	f := decisions.Filter{
@@ -56,11 +65,16 @@ func (s *Server) listDecisions(c *call) error {
 		return err
 	}
 	f.Limit = int(limit)
-	page, err := s.Decisions.List(c.ctx(), c.tenant.ID, f)
+	var page decisions.Page
+	if c.tenant.ID == 0 { // the fleet-wide route
+		page, err = s.Decisions.ListAll(c.ctx(), c.query("tenant"), f)
+	} else {
+		page, err = s.Decisions.List(c.ctx(), c.tenant.ID, f)
+	}
 	if err != nil {
 		return err
 	}
-	return c.json(page)
+	return c.json(decisionList(page))
 }
 
 func (s *Server) decisionStats(c *call) error {
@@ -74,11 +88,18 @@ func (s *Server) decisionStats(c *call) error {
 			return fault.InvalidField("bucket", "must be a Go duration (1m, 1h, 24h), not %q", b)
 		}
 	}
+	if c.tenant.ID == 0 { // the fleet-wide route
+		stats, tenants, err := s.Decisions.StatsAll(c.ctx(), c.query("tenant"), q)
+		if err != nil {
+			return err
+		}
+		return c.json(fleetStatsOut(stats, tenants))
+	}
 	stats, err := s.Decisions.Stats(c.ctx(), c.tenant.ID, q)
 	if err != nil {
 		return err
 	}
-	return c.json(stats)
+	return c.json(decisionStatsOut(stats))
 }
 
 func decisionTimes(c *call) (since, until time.Time, err error) {

@@ -13,29 +13,29 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Entry is one mutating call.
+// Entry is one mutating call (apiv1.AuditEntry on the wire).
 type Entry struct {
-	ID   int64     `json:"id"`
-	Time time.Time `json:"time"`
+	ID   int64
+	Time time.Time
 	// Actor identifies who made the call: the token's id and role, as
 	// ActorOf makes it ("token:42/admin"). ActorName is the token's name,
 	// a label that anyone who mints a token may choose: never an identity.
-	Actor     string `json:"actor"`
-	ActorName string `json:"actorName,omitempty"`
-	TokenID   int64  `json:"tokenId,omitempty"`
+	Actor     string
+	ActorName string
+	TokenID   int64
 	// Tenant is the tenant's name; empty for gateway-wide objects such as
 	// operator tokens.
-	Tenant    string `json:"tenant,omitempty"`
-	Action    string `json:"action"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name,omitempty"`
+	Tenant    string
+	Action    string
+	Kind      string
+	Namespace string
+	Name      string
 	// VersionBefore and VersionAfter are the object's versions around the
 	// change, where it has versions (policy objects).
-	VersionBefore *int64         `json:"versionBefore,omitempty"`
-	VersionAfter  *int64         `json:"versionAfter,omitempty"`
-	DryRun        bool           `json:"dryRun,omitempty"`
-	Detail        map[string]any `json:"detail,omitempty"`
+	VersionBefore *int64
+	VersionAfter  *int64
+	DryRun        bool
+	Detail        map[string]any
 }
 
 // Store writes and reads the admin_audit_log table.

@@ -8,21 +8,6 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
-// auditEntry is what the table shows of an audit log entry.
-type auditEntry struct {
-	Time          time.Time `json:"time"`
-	Actor         string    `json:"actor"`
-	ActorName     string    `json:"actorName"`
-	Tenant        string    `json:"tenant"`
-	Action        string    `json:"action"`
-	Kind          string    `json:"kind"`
-	Namespace     string    `json:"namespace"`
-	Name          string    `json:"name"`
-	VersionBefore *int64    `json:"versionBefore"`
-	VersionAfter  *int64    `json:"versionAfter"`
-	DryRun        bool      `json:"dryRun"`
-}
-
 func cmdAudit(e *env, args []string) error {
 	f := e.newFlags("audit")
 	c := f.conn(true)
@@ -66,7 +51,7 @@ func cmdAudit(e *env, args []string) error {
 			path = apiPath("tenants", *tenant, "audit")
 		}
 	}
-	var list apiv1.List[auditEntry]
+	var list apiv1.List[apiv1.AuditEntry]
 	raw, err := cl.getJSON(e, path, q, &list)
 	if err != nil {
 		return err
@@ -74,7 +59,7 @@ func cmdAudit(e *env, args []string) error {
 	return e.emit(c, raw, func(w io.Writer) error { return printAudit(w, e.now(), list.Items) })
 }
 
-func printAudit(w io.Writer, now time.Time, entries []auditEntry) error {
+func printAudit(w io.Writer, now time.Time, entries []apiv1.AuditEntry) error {
 	if len(entries) == 0 {
 		_, err := fmt.Fprintln(w, "No audit entries found.")
 		return err

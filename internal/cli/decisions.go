@@ -9,26 +9,6 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
-// decision is what the table shows of a logged webhook decision.
-type decision struct {
-	ID        string    `json:"id"`
-	Time      time.Time `json:"time"`
-	Cluster   string    `json:"cluster"`
-	Operation string    `json:"operation"`
-	Kind      string    `json:"kind"`
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	UserName  string    `json:"userName"`
-	Verdict   string    `json:"verdict"`
-	Message   string    `json:"message"`
-	// MutatedBy names the policies whose mutations applied (/mutate).
-	MutatedBy []string `json:"mutatedBy"`
-	Bindings  []struct {
-		Policy string `json:"policy"`
-		Denied bool   `json:"denied"`
-	} `json:"bindings"`
-}
-
 // maxDecisions is the largest page of decisions the server gives.
 const maxDecisions = 500
 
@@ -71,7 +51,7 @@ func cmdDecisions(e *env, args []string) error {
 	}
 	q := listQuery(*limit, map[string]string{"since": *since, "until": *until, "verdict": *verdict, "cluster": *cluster,
 		"policy": *policy, "namespace": *namespace, "kind": *kind, "user": *user})
-	var list apiv1.List[decision]
+	var list apiv1.DecisionList
 	raw, err := cl.getJSON(e, apiPath("tenants", *tenant, "decisions"), q, &list)
 	if err != nil {
 		return err
@@ -79,7 +59,7 @@ func cmdDecisions(e *env, args []string) error {
 	return e.emit(c, raw, func(w io.Writer) error { return printDecisions(w, e.now(), list.Items) })
 }
 
-func printDecisions(w io.Writer, now time.Time, ds []decision) error {
+func printDecisions(w io.Writer, now time.Time, ds []apiv1.Decision) error {
 	if len(ds) == 0 {
 		_, err := fmt.Fprintln(w, "No decisions found.")
 		return err

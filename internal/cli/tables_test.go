@@ -76,25 +76,19 @@ func TestObjectAndDecisionTables(t *testing.T) {
 	b.WriteString("--\n")
 	printObjects(&b, now, apiv1.TypeParams, nil)
 	b.WriteString("--\n")
-	printDecisions(&b, now, []decision{{Time: now.Add(-2 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod",
+	printDecisions(&b, now, []apiv1.Decision{{Time: now.Add(-2 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod",
 		Namespace: "shop", Name: "api-x", UserName: "system:serviceaccount:kube-system:replicaset-controller", Verdict: "denied",
 		Message: `pods "api-x" is forbidden: ValidatingAdmissionPolicy 'baseline-no-privileged' with binding 'baseline-no-privileged' denied request: ` +
 			strings.Repeat("privileged containers are not allowed ", 3),
-		Bindings: []struct {
-			Policy string `json:"policy"`
-			Denied bool   `json:"denied"`
-		}{{Policy: "baseline-no-privileged", Denied: true}, {Policy: "baseline-required-labels"}}},
+		Bindings: []apiv1.DecisionBinding{{Policy: "baseline-no-privileged", Denied: true}, {Policy: "baseline-required-labels"}}},
 		{Time: now.Add(-3 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod", Namespace: "shop", Name: "api-y",
 			UserName: "alice", Verdict: "denied", Message: "three policies",
-			Bindings: []struct {
-				Policy string `json:"policy"`
-				Denied bool   `json:"denied"`
-			}{{Policy: "a", Denied: true}, {Policy: "b", Denied: true}, {Policy: "c", Denied: true}}},
+			Bindings: []apiv1.DecisionBinding{{Policy: "a", Denied: true}, {Policy: "b", Denied: true}, {Policy: "c", Denied: true}}},
 		{Time: now.Add(-4 * time.Minute), Cluster: "prod-eu", Operation: "CREATE", Kind: "Pod", Namespace: "shop", Name: "api-z",
 			UserName: "bob", Verdict: "allowed", MutatedBy: []string{"team-label", "default-image-pull-policy", "spot-toleration"}}})
 	b.WriteString("--\n")
 	before, after := int64(3), int64(4)
-	printAudit(&b, now, []auditEntry{{Time: now.Add(-time.Minute), Actor: "token:7/admin", ActorName: "ops", Tenant: "acme", Action: "apply", Kind: "ValidatingAdmissionPolicy",
+	printAudit(&b, now, []apiv1.AuditEntry{{Time: now.Add(-time.Minute), Actor: "token:7/admin", ActorName: "ops", Tenant: "acme", Action: "apply", Kind: "ValidatingAdmissionPolicy",
 		Name: "limits", VersionBefore: &before, VersionAfter: &after, DryRun: true}})
 	want := `NAME     KIND                        VALIDATIONS   FAILURE POLICY   PARAM KIND   VERSION   AGE
 limits   ValidatingAdmissionPolicy   2             Ignore           ConfigMap    4         60m

@@ -97,7 +97,7 @@ func TestOpenRejectsBadURL(t *testing.T) {
 	}
 }
 
-// The dashboards' role reads decisions and nothing else.
+// The dashboards' role reads decisions (and their counts) and nothing else.
 func TestDashboardsRoleReadsDecisionsOnly(t *testing.T) {
 	ctx := context.Background()
 	pool, err := database.Open(ctx, pgtest.EmptyURL(t))
@@ -108,7 +108,7 @@ func TestDashboardsRoleReadsDecisionsOnly(t *testing.T) {
 	if _, err := database.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	for table, want := range map[string]bool{"decisions": true, "credentials": false, "admin_tokens": false, "policy_objects": false, "tenants": false} {
+	for table, want := range map[string]bool{"decisions": true, "decision_counts_minute": true, "decision_counts_hour": true, "credentials": false, "admin_tokens": false, "policy_objects": false, "tenants": false} {
 		var can bool
 		err := pool.QueryRow(ctx, `SELECT has_table_privilege('portcullis_dashboards', $1, 'SELECT')`, table).Scan(&can)
 		if err != nil {

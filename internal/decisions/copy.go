@@ -25,25 +25,26 @@ var copySQL = func() string {
 		pgx.Identifier{"decisions"}.Sanitize(), strings.Join(quoted, ", "))
 }()
 
-// copyRows writes a batch with one binary COPY. The rows are encoded
-// straight from the decisions as pgconn reads them: pgx's CopyFrom took
-// 33 boxed values per row (about 1.7 KB in 29 allocations) and encoded
-// each through its type map, on the gateway's one P.
+// copyRows writes a batch with one binary COPY, and its counts, in one
+// transaction. The rows are encoded straight from the decisions as pgconn
+// reads them: pgx's CopyFrom took 33 boxed values per row (about 1.7 KB
+// in 29 allocations) and encoded each through its type map, on the
+// gateway's one P.
 func copyRows(ctx context.Context, pool *pgxpool.Pool, batch []*Decision) error {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	r := newCopyReader(batch)
-	_, err = conn.Conn().PgConn().CopyFrom(ctx, r, copySQL)
-	// pgconn may return before its reading goroutine does; after close no
-	// Read touches the buffer, and it can be reused.
-	if encErr := r.close(); encErr != nil {
-		// The server only echoes it as "COPY from stdin failed".
-		return encErr
-	}
-	return err
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		r := newCopyReader(batch)
+		_, err := tx.Conn().PgConn().CopyFrom(ctx, r, copySQL)
+		// pgconn may return before its reading goroutine does; after close no
+		// Read touches the buffer, and it can be reused.
+		if encErr := r.close(); encErr != nil {
+			// The server only echoes it as "COPY from stdin failed".
+			return encErr
+		}
+		if err != nil {
+			return err
+		}
+		return addCounts(ctx, tx, batch)
+	})
 }
 
 // copyReader is the binary COPY stream of a batch, encoded on demand.

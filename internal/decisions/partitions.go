@@ -72,8 +72,8 @@ func (p *Partitions) Run(ctx context.Context) error {
 	}
 }
 
-// Maintain creates the partitions from today to today+Ahead and drops
-// those past the retention.
+// Maintain creates the partitions from today to today+Ahead, drops those
+// past the retention and deletes their decision counts.
 func (p *Partitions) Maintain(ctx context.Context) error {
 	if p.Retention < 24*time.Hour {
 		return fmt.Errorf("decision retention %s is shorter than a day's partition", p.Retention)
@@ -91,11 +91,17 @@ func (p *Partitions) Maintain(ctx context.Context) error {
 	if err := ensurePartitions(ctx, p.Pool, days); err != nil {
 		return err
 	}
-	dropped, err := p.dropBefore(ctx, now.Add(-p.Retention))
+	cutoff := now.Add(-p.Retention)
+	dropped, err := p.dropBefore(ctx, cutoff)
 	if len(dropped) > 0 && p.Logger != nil {
 		p.Logger.Info("dropped decision partitions past retention", "partitions", dropped, "retention", p.Retention.String())
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Every run, not only one that dropped something: a run that died
+	// between the drop and this finishes here.
+	return deleteCounts(ctx, p.Pool, cutoff)
 }
 
 // dropBefore drops every daily partition whose whole day ends at or before

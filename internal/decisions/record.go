@@ -7,49 +7,50 @@ import (
 	"unicode/utf8"
 )
 
-// Record is a stored decision as the admin API shows it.
+// Record is a stored decision; the admin API sends it as apiv1.Decision.
 type Record struct {
-	ID               string            `json:"id"`
-	Time             time.Time         `json:"time"`
-	Tenant           string            `json:"tenant"`
-	Cluster          string            `json:"cluster"`
-	UID              string            `json:"uid"`
-	Operation        string            `json:"operation"`
-	Group            string            `json:"group"`
-	Version          string            `json:"version"`
-	Resource         string            `json:"resource"`
-	SubResource      string            `json:"subResource"`
-	Kind             string            `json:"kind"`
-	Namespace        string            `json:"namespace"`
-	Name             string            `json:"name"`
-	UserName         string            `json:"userName"`
-	UserGroups       []string          `json:"userGroups"`
-	DryRun           bool              `json:"dryRun"`
-	Verdict          Verdict           `json:"verdict"`
-	HTTPStatus       int               `json:"httpStatus"`
-	Code             int               `json:"code"`
-	Reason           string            `json:"reason"`
-	Message          string            `json:"message"`
-	Warnings         []string          `json:"warnings"`
-	AuditAnnotations map[string]string `json:"auditAnnotations"`
-	Bindings         []BindingRecord   `json:"bindings"`
-	LatencyMs        float64           `json:"latencyMs"`
-	Instance         string            `json:"instance"`
-	SnapshotVersion  int64             `json:"snapshotVersion"`
+	ID               string
+	Time             time.Time
+	Tenant           string
+	Cluster          string
+	UID              string
+	Operation        string
+	Group            string
+	Version          string
+	Resource         string
+	SubResource      string
+	Kind             string
+	Namespace        string
+	Name             string
+	UserName         string
+	UserGroups       []string
+	DryRun           bool
+	Verdict          Verdict
+	HTTPStatus       int
+	Code             int
+	Reason           string
+	Message          string
+	Warnings         []string
+	AuditAnnotations map[string]string
+	Bindings         []BindingRecord
+	LatencyMs        float64
+	Instance         string
+	SnapshotVersion  int64
 	// Endpoint is validate or mutate. Mutated: the answer carried a patch.
 	// MutatedBy: the policies whose mutations applied. Patch is the patch
 	// as sent, cut at MaxPatchBytes when PatchTruncated (then not JSON).
-	Endpoint       string   `json:"endpoint"`
-	Mutated        bool     `json:"mutated"`
-	MutatedBy      []string `json:"mutatedBy"`
-	Patch          string   `json:"patch"`
-	PatchTruncated bool     `json:"patchTruncated"`
+	Endpoint       string
+	Mutated        bool
+	MutatedBy      []string
+	Patch          string
+	PatchTruncated bool
 }
 
 // BindingRecord is one matched binding of a decision. The webhook hands
 // them over in Decision.Bindings; the bindings column stores exactly this
 // JSON, its text cleaned, so SQL (the Grafana dashboards) and the API see
-// the same shape.
+// the same shape: its json tags are the column's format, which
+// apiv1.DecisionBinding repeats.
 type BindingRecord struct {
 	Policy               string   `json:"policy"`
 	Binding              string   `json:"binding"`
@@ -70,8 +71,8 @@ type BindingRecord struct {
 // Page is one page of a listing, newest first. Continue is the cursor of
 // the next page, empty on the last one.
 type Page struct {
-	Items    []Record `json:"items"`
-	Continue string   `json:"continue"`
+	Items    []Record
+	Continue string
 }
 
 // bindingRecords is bs as stored: a copy, since the decision is not the

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -153,10 +155,10 @@ func (r *PGRecorder) skipPastRetention(ds []*Decision, seg string) []*Decision {
 // temporary table (TEMP privilege) is needed.
 var insertSQL = fmt.Sprintf(`INSERT INTO decisions (%[1]s)
 	SELECT %[1]s FROM jsonb_populate_recordset(NULL::decisions, $1::jsonb)
-	ON CONFLICT DO NOTHING`, strings.Join(columns, ", "))
+	ON CONFLICT DO NOTHING RETURNING id, time`, strings.Join(columns, ", "))
 
 // insertRowSQL inserts one row, for the rows insertOnce retries alone.
-var insertRowSQL = fmt.Sprintf("INSERT INTO decisions (%s) VALUES (%s) ON CONFLICT DO NOTHING",
+var insertRowSQL = fmt.Sprintf("INSERT INTO decisions (%s) VALUES (%s) ON CONFLICT DO NOTHING RETURNING id, time",
 	strings.Join(columns, ", "), placeholders(len(columns)))
 
 // insertOnce inserts the decisions whose id is not stored yet. Rows
@@ -182,24 +184,79 @@ func (r *PGRecorder) insertOnce(ctx context.Context, ds []*Decision) (int, error
 	if err != nil {
 		return 0, err
 	}
-	tag, err := r.cfg.Pool.Exec(ctx, insertSQL, string(payload))
+	n := 0
+	err = pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+		ids, err := insertedIDs(ctx, tx, insertSQL, string(payload))
+		if err != nil {
+			return err
+		}
+		n = len(ids)
+		return addCounts(ctx, tx, inserted(ds, ids))
+	})
 	if isDataError(err) {
 		return r.insertEach(ctx, ds, rows)
 	}
-	return int(tag.RowsAffected()), err
+	return n, err
+}
+
+// rowKey is a stored row's key, (id, time).
+type rowKey struct {
+	id   uuid.UUID
+	time int64 // µs since the epoch, as stored
+}
+
+// insertedIDs runs an insert that returns the keys of the rows it
+// inserted, each with how many times.
+func insertedIDs(ctx context.Context, tx pgx.Tx, sql string, args ...any) (map[rowKey]int, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[rowKey]int{}
+	var id string
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error {
+		u, err := uuid.Parse(id)
+		keys[rowKey{u, at.UnixMicro()}]++
+		return err
+	})
+	return keys, err
+}
+
+// inserted are the decisions of ds that the insert stored, each once (a
+// spill file may hold a decision twice; the insert stores it once): only
+// those are counted, the others were stored, and counted, already.
+func inserted(ds []*Decision, keys map[rowKey]int) []*Decision {
+	var out []*Decision
+	for _, d := range ds {
+		u, err := uuid.Parse(d.ID)
+		k := rowKey{u, d.Time.UnixMicro()}
+		if err == nil && keys[k] > 0 {
+			keys[k]--
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (r *PGRecorder) insertEach(ctx context.Context, ds []*Decision, rows [][]any) (int, error) {
 	n := 0
 	for i, row := range rows {
-		tag, err := r.cfg.Pool.Exec(ctx, insertRowSQL, row...)
+		var ids map[rowKey]int
+		err := pgx.BeginFunc(ctx, r.cfg.Pool, func(tx pgx.Tx) error {
+			var err error
+			if ids, err = insertedIDs(ctx, tx, insertRowSQL, row...); err != nil {
+				return err
+			}
+			return addCounts(ctx, tx, inserted(ds[i:i+1], ids))
+		})
 		switch {
 		case isDataError(err):
 			r.drop(1, fmt.Errorf("decision %s refused by the database: %w", ds[i].ID, err))
 		case err != nil:
 			return n, err
 		default:
-			n += int(tag.RowsAffected())
+			n += len(ids)
 		}
 	}
 	return n, nil

@@ -23,24 +23,25 @@ type StatsQuery struct {
 	Cluster      string
 }
 
-// Stats are a tenant's decision counts per time bucket, oldest first.
+// Stats are a tenant's decision counts per time bucket, oldest first
+// (apiv1.DecisionStats on the wire).
 // Every bucket of the window is present, empty ones included.
 type Stats struct {
-	Since   time.Time `json:"since"`
-	Until   time.Time `json:"until"`
-	Bucket  string    `json:"bucket"` // a Go duration: 1m0s, 1h0m0s, 24h0m0s
-	Buckets []Bucket  `json:"buckets"`
+	Since   time.Time
+	Until   time.Time
+	Bucket  string // a Go duration: 1m0s, 1h0m0s, 24h0m0s
+	Buckets []Bucket
 }
 
 // Bucket counts the decisions of [Start, Start+bucket): by verdict, by the
 // policies that denied them (a decision denied by two policies counts for
 // both) and by cluster.
 type Bucket struct {
-	Start    time.Time        `json:"start"`
-	Total    int64            `json:"total"`
-	Verdicts map[string]int64 `json:"verdicts"`
-	DeniedBy map[string]int64 `json:"deniedBy"`
-	Clusters map[string]int64 `json:"clusters"`
+	Start    time.Time
+	Total    int64
+	Verdicts map[string]int64
+	DeniedBy map[string]int64
+	Clusters map[string]int64
 }
 
 func (q *StatsQuery) normalize(now time.Time) error {
@@ -78,63 +79,88 @@ func binStart(t time.Time, bucket time.Duration) time.Time {
 	return time.Unix(start, 0).UTC()
 }
 
-// Stats counts the tenant's decisions in time buckets.
+// Stats counts the tenant's decisions in time buckets. It reads the
+// decision counts (counts.go): whole hours from the hourly table when the
+// bucket is a number of hours, whole minutes from the minute table, and
+// only the minute Until falls in from the decisions themselves.
 func (s *Store) Stats(ctx context.Context, tenantID int64, q StatsQuery) (Stats, error) {
 	if err := q.normalize(time.Now()); err != nil {
 		return Stats{}, err
 	}
-	out := Stats{Since: q.Since, Until: q.Until, Bucket: q.Bucket.String()}
+	out := emptyStats(q)
 	index := map[time.Time]*Bucket{}
-	for t := q.Since; t.Before(q.Until); t = t.Add(q.Bucket) {
-		out.Buckets = append(out.Buckets, Bucket{Start: t, Verdicts: map[string]int64{},
-			DeniedBy: map[string]int64{}, Clusters: map[string]int64{}})
-	}
 	for i := range out.Buckets {
 		index[out.Buckets[i].Start] = &out.Buckets[i]
 	}
-	args := []any{tenantID, q.Since, q.Until, fmt.Sprintf("%d seconds", int64(q.Bucket/time.Second)), q.Cluster}
-	const where = `tenant_id = $1 AND time >= $2 AND time < $3 AND ($5 = '' OR cluster = $5)`
-	err := s.readTx(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT date_bin($4::interval, time, 'epoch'::timestamptz) AS b, verdict, cluster, count(*)
-			FROM decisions WHERE `+where+`
-			GROUP BY GROUPING SETS ((b, verdict), (b, cluster))`, args...)
+	err := s.readTx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, countsSQL("tenant_id = $1"), countsArgs(tenantID, q)...)
 		if err != nil {
 			return err
 		}
 		var start time.Time
-		var verdict, cluster *string
+		var cluster, verdict, policy string
 		var n int64
-		_, err = pgx.ForEachRow(rows, []any{&start, &verdict, &cluster, &n}, func() error {
-			b := index[start.UTC()]
-			switch {
-			case b == nil:
-			case verdict != nil:
-				b.Verdicts[*verdict] += n
-				b.Total += n
-			case cluster != nil:
-				b.Clusters[*cluster] += n
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		rows, err = tx.Query(ctx, `
-			SELECT date_bin($4::interval, time, 'epoch'::timestamptz) AS b, p, count(*)
-			FROM decisions, unnest(denied_by) AS p WHERE `+where+`
-			GROUP BY b, p`, args...)
-		if err != nil {
-			return err
-		}
-		var policy string
-		_, err = pgx.ForEachRow(rows, []any{&start, &policy, &n}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&start, &cluster, &verdict, &policy, &n}, func() error {
 			if b := index[start.UTC()]; b != nil {
-				b.DeniedBy[policy] += n
+				b.add(cluster, verdict, policy, n)
 			}
 			return nil
 		})
 		return err
 	})
 	return out, err
+}
+
+// emptyStats has every bucket of q's window, empty.
+func emptyStats(q StatsQuery) Stats {
+	out := Stats{Since: q.Since, Until: q.Until, Bucket: q.Bucket.String()}
+	for t := q.Since; t.Before(q.Until); t = t.Add(q.Bucket) {
+		out.Buckets = append(out.Buckets, Bucket{Start: t, Verdicts: map[string]int64{},
+			DeniedBy: map[string]int64{}, Clusters: map[string]int64{}})
+	}
+	return out
+}
+
+// add counts n decisions of a row of countsSQL.
+func (b *Bucket) add(cluster, verdict, policy string, n int64) {
+	if policy != "" {
+		b.DeniedBy[policy] += n
+		return
+	}
+	b.Verdicts[verdict] += n
+	b.Clusters[cluster] += n
+	b.Total += n
+}
+
+// countsSQL counts decisions by bucket ($4), cluster, verdict and denying
+// policy (the empty string for all decisions) in [$2, $3), where the
+// tenant condition holds. Its parts do not overlap: hours [$2, $6),
+// minutes [$6, $7), and decisions [$7, $3). One statement reads them all,
+// so one snapshot.
+func countsSQL(tenant string) string {
+	return `SELECT date_bin($4::interval, b, 'epoch'::timestamptz) AS bin, cluster, verdict, policy, sum(n)::bigint
+		FROM (
+			SELECT bucket AS b, cluster, verdict, policy, n FROM decision_counts_hour
+			WHERE ` + tenant + ` AND bucket >= $2 AND bucket < $6 AND ($5 = '' OR cluster = $5)
+			UNION ALL
+			SELECT bucket, cluster, verdict, policy, n FROM decision_counts_minute
+			WHERE ` + tenant + ` AND bucket >= $6 AND bucket < $7 AND ($5 = '' OR cluster = $5)
+			UNION ALL
+			SELECT time, cluster, verdict, '', 1 FROM decisions
+			WHERE ` + tenant + ` AND time >= $7 AND time < $3 AND ($5 = '' OR cluster = $5)
+			UNION ALL
+			SELECT time, cluster, verdict, p, 1 FROM decisions, unnest(denied_by) AS p
+			WHERE ` + tenant + ` AND time >= $7 AND time < $3 AND ($5 = '' OR cluster = $5)
+		) AS x
+		GROUP BY bin, cluster, verdict, policy`
+}
+
+// countsArgs are $2 to $7 of countsSQL for q (normalized), after first.
+func countsArgs(first any, q StatsQuery) []any {
+	minutes := binStart(q.Until, time.Minute) // after q.Since, which is whole minutes
+	hours := q.Since                          // no hours unless the bucket is whole hours
+	if q.Bucket%time.Hour == 0 {
+		hours = binStart(minutes, time.Hour) // after q.Since, which is whole hours
+	}
+	return []any{first, q.Since, q.Until, fmt.Sprintf("%d seconds", int64(q.Bucket/time.Second)), q.Cluster, hours, minutes}
 }

@@ -114,21 +114,33 @@ func checkRange(since, until time.Time) error {
 
 // List returns the tenant's decisions that match f, newest first.
 func (s *Store) List(ctx context.Context, tenantID int64, f Filter) (Page, error) {
-	limit := f.Limit
+	limit, where, args, err := f.conditions([]any{tenantID})
+	if err != nil {
+		return Page{}, err
+	}
+	where = append([]string{"tenant_id = $1"}, where...)
+	args = append(args, limit+1)
+	sql := fmt.Sprintf(`SELECT %s FROM decisions WHERE %s ORDER BY time DESC, id DESC LIMIT $%d`,
+		recordColumns, strings.Join(where, " AND "), len(args))
+	return s.page(ctx, sql, args, limit)
+}
+
+// conditions validates f and returns its page size and its conditions,
+// numbered after the args given, and the args with f's appended.
+func (f Filter) conditions(args []any) (limit int, where []string, _ []any, err error) {
+	limit = f.Limit
 	switch {
 	case limit == 0:
 		limit = DefaultLimit
 	case limit < 0 || limit > MaxLimit:
-		return Page{}, fault.InvalidField("limit", "must be between 1 and %d", MaxLimit)
+		return 0, nil, nil, fault.InvalidField("limit", "must be between 1 and %d", MaxLimit)
 	}
 	if err := checkRange(f.Since, f.Until); err != nil {
-		return Page{}, err
+		return 0, nil, nil, err
 	}
 	if f.Verdict != "" && !validVerdict(f.Verdict) {
-		return Page{}, fault.InvalidField("verdict", "must be one of allowed, denied, warned, error, rejected")
+		return 0, nil, nil, fault.InvalidField("verdict", "must be one of allowed, denied, warned, error, rejected")
 	}
-	where := []string{"tenant_id = $1"}
-	args := []any{tenantID}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(cond, len(args)))
@@ -166,14 +178,17 @@ func (s *Store) List(ctx context.Context, tenantID int64, f Filter) (Page, error
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
 		if err != nil {
-			return Page{}, err
+			return 0, nil, nil, err
 		}
 		args = append(args, c.Time, c.ID)
 		where = append(where, fmt.Sprintf("(time, id) < ($%d, $%d::uuid)", len(args)-1, len(args)))
 	}
-	args = append(args, limit+1)
-	sql := fmt.Sprintf(`SELECT %s FROM decisions WHERE %s ORDER BY time DESC, id DESC LIMIT $%d`,
-		recordColumns, strings.Join(where, " AND "), len(args))
+	return limit, where, args, nil
+}
+
+// page runs a listing that asks for one row more than limit, which says
+// whether another page follows.
+func (s *Store) page(ctx context.Context, sql string, args []any, limit int) (Page, error) {
 	var items []Record
 	err := s.readTx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sql, args...)
@@ -186,13 +201,19 @@ func (s *Store) List(ctx context.Context, tenantID int64, f Filter) (Page, error
 	if err != nil {
 		return Page{}, err
 	}
+	return pageOf(items, limit), nil
+}
+
+// pageOf is the page of items, which hold one more than limit when
+// another page follows.
+func pageOf(items []Record, limit int) Page {
 	page := Page{Items: items}
 	if len(items) > limit {
 		page.Items = items[:limit]
 		last := page.Items[limit-1]
 		page.Continue = cursor{Time: last.Time, ID: last.ID}.encode()
 	}
-	return page, nil
+	return page
 }
 
 const recordColumns = `id, time, tenant, cluster, uid, operation, api_group, api_version, resource,

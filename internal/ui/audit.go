@@ -1,12 +1,16 @@
 package ui
 
-import "net/url"
+import (
+	"net/url"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
+)
 
 var auditFilters = []string{"actor", "kind", "name", "since", "until", "tenant"}
 
 type auditPage struct {
 	Filter map[string]string
-	Items  []auditEntry
+	Items  []apiv1.AuditEntry
 	Next   string
 	// Fleet is the operator's gateway-wide log, filterable by tenant.
 	Fleet bool
@@ -35,7 +39,7 @@ func (s *Server) audit(r *request) error {
 	if c := q.Get("continue"); c != "" {
 		aq.Set("continue", c)
 	}
-	var l list[auditEntry]
+	var l list[apiv1.AuditEntry]
 	if err := r.api("GET", path, aq, nil, &l); err != nil {
 		return err
 	}

@@ -106,7 +106,8 @@ func TestTenantsAreIsolated(t *testing.T) {
 		}
 	}
 	// The navigation of a tenant's user leads to its own tenant only.
-	for _, nav := range []string{"/ui/clusters", "/ui/policies", "/ui/decisions", "/ui/audit"} {
+	// The fleet's decisions too: a tenant=a filter shows b's own page.
+	for _, nav := range []string{"/ui/clusters", "/ui/policies", "/ui/decisions", "/ui/decisions?tenant=a&range=30d", "/ui/audit"} {
 		res, _ := b.getRes(nav)
 		if loc := res.Header.Get("Location"); !strings.HasPrefix(loc, "/ui/t/b/") {
 			t.Errorf("tenant b's %s goes to %q", nav, loc)
@@ -139,6 +140,10 @@ func TestEscaping(t *testing.T) {
 	_, missing := op.get("/ui/t/a/objects/ValidatingAdmissionPolicy/" + url.PathEscape(evil))
 	id := recordDenialBy(t, e, evil)
 	_, decisionsPage := op.get("/ui/t/a/decisions")
+	_, fleetPage := op.get("/ui/decisions")
+	if !strings.Contains(fleetPage, "&lt;img src=x onerror=alert(1)&gt;") {
+		t.Error("the fleet's decisions page does not show the user name as text")
+	}
 	link := regexp.MustCompile(`href="(/ui/t/a/decisions/` + id + `\?at=[^"]+)"`).FindStringSubmatch(decisionsPage)
 	if link == nil {
 		t.Fatalf("no link to the decision:\n%s", decisionsPage)
@@ -148,7 +153,7 @@ func TestEscaping(t *testing.T) {
 		t.Error("the decisions pages do not show the user name as text")
 	}
 	for name, page := range map[string]string{"tenants": tenants, "policy": policy, "test": test, "apply error": bad, "not found": missing,
-		"decisions": decisionsPage, "decision": decisionPage} {
+		"decisions": decisionsPage, "decision": decisionPage, "fleet decisions": fleetPage} {
 		if strings.Contains(page, "<img") || strings.Contains(page, "<script>alert") {
 			t.Errorf("%s page holds unescaped markup:\n%s", name, page)
 		}

@@ -11,7 +11,7 @@ type clusterRow struct {
 	apiv1.Cluster
 	Credentials       []apiv1.Credential
 	Requests, Denials int64
-	LastRequest       *decision
+	LastRequest       *apiv1.Decision
 }
 
 // clustersPage is the Clusters page; like the Tenants page, its decision
@@ -39,13 +39,13 @@ func (s *Server) clusters(r *request) error {
 		if !counted {
 			continue
 		}
-		var st decisionStats
+		var st apiv1.DecisionStats
 		if err := r.api("GET", p("tenants", t, "decisions", "stats"),
 			url.Values{"since": {"24h"}, "bucket": {"24h"}, "cluster": {c.Name}}, nil, &st); err != nil {
 			return err
 		}
-		rows[i].Requests, rows[i].Denials, _ = st.totals()
-		var last list[decision]
+		rows[i].Requests, rows[i].Denials, _ = totals(st)
+		var last list[apiv1.Decision]
 		if err := r.api("GET", p("tenants", t, "decisions"), url.Values{"cluster": {c.Name}, "limit": {"1"}}, nil, &last); err != nil {
 			return err
 		}

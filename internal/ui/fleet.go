@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"net/url"
 	"slices"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
 // fleetRow is one tenant's counts on the operator's fleet-wide Decisions
@@ -22,22 +24,52 @@ type fleetPage struct {
 	Requests int64
 	Denials  int64
 	Tenants  []fleetRow
+	// The table of every tenant's decisions, as the tenant's page has it,
+	// with "tenant" among the filters.
+	Filter map[string]string
+	Items  []apiv1.Decision
+	Next   string
 }
 
 // decisionsHome is the Decisions entry of the navigation: a tenant's user
-// goes to the tenant's decisions; an operator gets the fleet-wide page.
+// goes to the tenant's decisions; an operator gets the fleet-wide page:
+// the summary (loaded by htmx) and every tenant's decisions, merged.
 func (s *Server) decisionsHome(r *request) error {
 	if !r.sess.who.Operator() {
 		return s.pickTenant("decisions", "Decisions")(r)
 	}
-	var pg fleetPage
-	pg.Range, _, _, pg.Ranges = rangeOf(r)
+	q := r.r.URL.Query()
+	pg := fleetPage{Filter: map[string]string{}}
+	var since string
+	pg.Range, since, _, pg.Ranges = rangeOf(r)
+	lq := url.Values{"since": {since}, "limit": {"50"}}
+	for _, k := range append([]string{"tenant"}, decisionFilters...) {
+		if v := q.Get(k); v != "" {
+			pg.Filter[k] = v
+			lq.Set(k, v)
+		}
+	}
+	if c := q.Get("continue"); c != "" {
+		lq.Set("continue", c)
+	}
+	var l apiv1.DecisionList
+	if err := r.api("GET", p("decisions"), lq, nil, &l); err != nil {
+		return err
+	}
+	pg.Items = l.Items
+	if l.Continue != "" {
+		nq := url.Values{"range": {pg.Range}, "continue": {l.Continue}}
+		for k, v := range pg.Filter {
+			nq.Set(k, v)
+		}
+		pg.Next = nq.Encode()
+	}
 	return r.page("fleet", r.view("Decisions", "decisions", pg))
 }
 
 // fleetSummary counts every tenant's decisions of the range: the fleet's
-// chart is the sum of the tenants' buckets. htmx loads it after the page,
-// as the tenant's summary.
+// chart and each tenant's requests, denials and top denying policy, from
+// one call. htmx loads it after the page, as the tenant's summary.
 func (s *Server) fleetSummary(r *request) error {
 	if !r.sess.who.Operator() {
 		return forbidden("the fleet-wide decisions are for operators")
@@ -45,19 +77,18 @@ func (s *Server) fleetSummary(r *request) error {
 	var pg fleetPage
 	var since, bucket string
 	pg.Range, since, bucket, pg.Ranges = rangeOf(r)
-	var ts list[tenant]
-	if err := r.api("GET", p("tenants"), url.Values{"limit": {"1000"}}, nil, &ts); err != nil {
+	var st apiv1.FleetDecisionStats
+	if err := r.api("GET", p("decisions", "stats"), url.Values{"since": {since}, "bucket": {bucket}}, nil, &st); err != nil {
 		return err
 	}
-	for _, t := range ts.Items {
-		var st decisionStats
-		if err := r.api("GET", p("tenants", t.Name, "decisions", "stats"), url.Values{"since": {since}, "bucket": {bucket}}, nil, &st); err != nil {
-			return err
-		}
-		row := fleetRow{Tenant: t.Name}
-		var byPolicy map[string]int64
-		row.Requests, row.Denials, byPolicy = st.totals()
-		for p, n := range byPolicy {
+	for _, b := range st.Buckets {
+		pg.Chart.Time = append(pg.Chart.Time, b.Start.Unix())
+		pg.Chart.Requests = append(pg.Chart.Requests, b.Total)
+		pg.Chart.Denials = append(pg.Chart.Denials, b.Verdicts["denied"]+b.Verdicts["rejected"])
+	}
+	for _, t := range st.Tenants {
+		row := fleetRow{Tenant: t.Tenant, Requests: t.Total, Denials: t.Verdicts["denied"] + t.Verdicts["rejected"]}
+		for p, n := range t.DeniedBy {
 			if n > row.TopDenials || n == row.TopDenials && p < row.TopPolicy {
 				row.TopPolicy, row.TopDenials = p, n
 			}
@@ -65,21 +96,6 @@ func (s *Server) fleetSummary(r *request) error {
 		pg.Requests += row.Requests
 		pg.Denials += row.Denials
 		pg.Tenants = append(pg.Tenants, row)
-		// Every tenant's buckets start at the same times: the window and
-		// the bucket size are the same.
-		if pg.Chart.Time == nil {
-			for _, b := range st.Buckets {
-				pg.Chart.Time = append(pg.Chart.Time, b.Start.Unix())
-			}
-			pg.Chart.Requests = make([]int64, len(st.Buckets))
-			pg.Chart.Denials = make([]int64, len(st.Buckets))
-		}
-		for i, b := range st.Buckets {
-			if i < len(pg.Chart.Time) {
-				pg.Chart.Requests[i] += b.Total
-				pg.Chart.Denials[i] += b.Verdicts["denied"] + b.Verdicts["rejected"]
-			}
-		}
 	}
 	slices.SortFunc(pg.Tenants, func(a, b fleetRow) int {
 		return cmp.Or(cmp.Compare(b.Denials, a.Denials), cmp.Compare(b.Requests, a.Requests), cmp.Compare(a.Tenant, b.Tenant))

@@ -194,6 +194,14 @@ func TestOperatorWalk(t *testing.T) {
 
 	// Decisions and one decision's page.
 	d := recordDenial(t, e)
+	// The Test page offers the newest decisions to start from.
+	_, page = b.get("/ui/t/a/test")
+	pick := regexp.MustCompile(`href="(/ui/t/a/test\?at=[^"]+&amp;decision=` + d + `)"`).FindStringSubmatch(page)
+	if pick == nil || !strings.Contains(page, "Start from a recorded decision") {
+		t.Errorf("the test page offers no recorded decision:\n%s", page)
+	} else if code, page = b.get(strings.ReplaceAll(pick[1], "&amp;", "&")); code != 200 || !strings.Contains(page, "Rebuilt from decision "+d) {
+		t.Errorf("test page from a picked decision: %d\n%s", code, page)
+	}
 	if _, page = b.get("/ui/t/a/clusters?counts=1"); !strings.Contains(page, "<dt>Denials (24 h)</dt><dd>1</dd>") {
 		t.Errorf("clusters with counts:\n%s", page)
 	}
@@ -206,6 +214,18 @@ func TestOperatorWalk(t *testing.T) {
 	mustStatus(t, "fleet decisions", code, 200, page)
 	if !strings.Contains(page, `hx-get="/ui/decisions/summary?range=24h"`) {
 		t.Errorf("fleet decisions page:\n%s", page)
+	}
+	// The fleet's table: every tenant's decisions, filterable by tenant.
+	if !strings.Contains(page, "mallory") || !strings.Contains(page, `href="/ui/t/a/decisions/`+d+`?at=`) {
+		t.Errorf("the fleet's table lacks tenant a's decision:\n%s", page)
+	}
+	for _, q := range []string{"tenant=b", "tenant=nobody", "verdict=allowed", "user=bob", "cluster=dev", "policy=other"} {
+		if _, page = b.get("/ui/decisions?" + q); strings.Contains(page, "mallory") {
+			t.Errorf("the fleet filter %s lets a decision through that it should not", q)
+		}
+	}
+	if _, page = b.get("/ui/decisions?range=1h&tenant=a&user=mallory&verdict=denied&operation=CREATE"); !strings.Contains(page, "mallory") {
+		t.Error("the fleet filters leave out a decision that matches them all")
 	}
 	code, page = b.get("/ui/decisions/summary?range=1h")
 	mustStatus(t, "fleet summary", code, 200, page)

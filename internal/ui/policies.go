@@ -47,11 +47,11 @@ func objectHref(tenant, kind, name, namespace, group string, suffix ...string) s
 
 func (s *Server) policies(r *request) error {
 	t := r.tenant()
-	var st decisionStats
+	var st apiv1.DecisionStats
 	if err := r.api("GET", p("tenants", t, "decisions", "stats"), url.Values{"since": {"24h"}, "bucket": {"24h"}}, nil, &st); err != nil {
 		return err
 	}
-	_, _, denials := st.totals()
+	_, _, denials := totals(st)
 	groups := map[string][]objectRow{}
 	for _, typ := range []string{apiv1.TypePolicies, apiv1.TypeBindings, apiv1.TypeParams} {
 		var objs list[json.RawMessage]

@@ -46,11 +46,11 @@ func (s *Server) tenants(r *request) error {
 		if !counted {
 			continue
 		}
-		var st decisionStats
+		var st apiv1.DecisionStats
 		if err := r.api("GET", p("tenants", t.Name, "decisions", "stats"), url.Values{"since": {"24h"}, "bucket": {"24h"}}, nil, &st); err != nil {
 			return err
 		}
-		rows[i].Decisions, rows[i].Denials, _ = st.totals()
+		rows[i].Decisions, rows[i].Denials, _ = totals(st)
 	}
 	return r.page("tenants", r.view("Tenants", "tenants", tenantsPage{Rows: rows, Counted: counted}))
 }

@@ -21,8 +21,9 @@ type testForm struct {
 	Mutate   bool
 	Result   *testResult
 	// FromDecision names the recorded decision the review was rebuilt
-	// from.
+	// from. Recent are the tenant's newest decisions, to pick one from.
 	FromDecision string
+	Recent       []apiv1.Decision
 }
 
 type testResult struct {
@@ -48,6 +49,11 @@ func (s *Server) testPage(r *request) error {
 		return err
 	}
 	form := &testForm{Clusters: cs}
+	var recent apiv1.DecisionList
+	if err := r.api("GET", p("tenants", r.tenant(), "decisions"), url.Values{"limit": {"10"}}, nil, &recent); err != nil {
+		return err
+	}
+	form.Recent = recent.Items
 	if id := r.r.URL.Query().Get("decision"); id != "" {
 		d, err := findDecision(r, id, r.r.URL.Query().Get("at"))
 		if err != nil {
@@ -61,7 +67,7 @@ func (s *Server) testPage(r *request) error {
 // rebuildReview is the AdmissionReview of a recorded decision, as far as
 // it was recorded: the request's metadata and user, but not the object,
 // which decisions do not keep; the page asks for it.
-func rebuildReview(d decision) string {
+func rebuildReview(d apiv1.Decision) string {
 	obj := map[string]any{"apiVersion": strings.TrimPrefix(d.Group+"/"+d.Version, "/"), "kind": d.Kind,
 		"metadata": map[string]any{"name": d.Name, "namespace": d.Namespace}}
 	req := map[string]any{

@@ -292,7 +292,13 @@ test("the web UI end to end", async (t) => {
     await page.goto(`${UI_URL}/ui/decisions`);
     await page.getByRole("rowheader", { name: "shop" }).waitFor();
     await page.locator("#chart canvas").first().waitFor();
+    // The fleet's table: every tenant's decisions, filterable by tenant.
+    assert.equal(await page.locator("#table tbody tr").filter({ hasText: "dev@example.com" }).count(), 2);
     await check("fleet");
+    await page.getByRole("textbox", { name: "Tenant", exact: true }).fill("nobody");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/tenant=nobody/);
+    await page.getByText("No decisions match.").waitFor();
     await page.goto(`${UI_URL}/ui/clusters`);
     await page.getByRole("link", { name: "shop" }).waitFor();
     await check("pick-tenant");
