@@ -32,8 +32,8 @@ func (m *Main) setupLimits(ctx context.Context) {
 		if workers == 0 {
 			workers = max(1, runtime.GOMAXPROCS(0)/2)
 		}
-		lane := limits.NewLane(workers, m.Logger)
-		m.Registry.MustRegister(lane.Collectors()...)
-		m.Limits.UseLane(lane, m.Config.LowPriorityAfter)
+		m.lane = limits.NewLane(workers, m.Logger)
+		m.Registry.MustRegister(m.lane.Collectors()...)
+		m.Limits.UseLane(m.lane, m.Config.LowPriorityAfter)
 	}
 }

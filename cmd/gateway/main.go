@@ -135,6 +135,7 @@ type Main struct {
 	dbReached                        atomic.Bool
 	draining                         atomic.Bool // set by Drain: /readyz fails
 	gc                               *gctune.Tuner
+	lane                             *limits.Lane
 	cacheBytes                       int64 // the policy cache's bound (memory.go)
 	pools                            *database.Pools
 	cancel                           context.CancelFunc

@@ -53,6 +53,9 @@ func (m *Main) Close() error {
 	if m.pools != nil {
 		m.pools.Close()
 	}
+	if m.lane != nil {
+		m.lane.Close()
+	}
 	m.gc.Stop()
 	m.gc = nil
 	// After the servers, so the spans of the last requests go too. A

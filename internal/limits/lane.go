@@ -35,6 +35,8 @@ import (
 // a saturated replica, or on the lane itself) must not move a tenant.
 type Lane struct {
 	work    chan *laneJob
+	quit    chan struct{}
+	closing sync.Once
 	workers int
 	// demoted says whether the threads' priority could be lowered; where
 	// it cannot (another OS, a seccomp profile that refuses
@@ -57,7 +59,7 @@ type laneJob struct {
 // authentication queues).
 func NewLane(workers int, logger *slog.Logger) *Lane {
 	workers = max(1, workers)
-	l := &Lane{work: make(chan *laneJob), workers: workers,
+	l := &Lane{work: make(chan *laneJob), quit: make(chan struct{}), workers: workers,
 		runs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portcullis_evaluations_low_priority_total",
 			Help: "Evaluations run on the low-priority lane (tenants whose evaluations average over the threshold).",
@@ -79,10 +81,14 @@ func NewLane(workers int, logger *slog.Logger) *Lane {
 }
 
 // Close stops the workers once their evaluations end; their threads exit
-// with them (they are locked). Run must not be called after Close.
+// with them (they are locked), and GOMAXPROCS is lowered again. Run
+// refuses work after Close. A process that starts several gateways (the
+// tests) must close each one's lane, or threads and processors pile up.
 func (l *Lane) Close() {
-	close(l.work)
-	runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)-l.workers))
+	l.closing.Do(func() {
+		close(l.quit)
+		runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)-l.workers))
+	})
 }
 
 // Collectors returns the lane's metrics.
@@ -100,8 +106,13 @@ func (l *Lane) worker(warn func(error)) {
 	} else {
 		l.demoted.Store(true)
 	}
-	for j := range l.work {
-		l.run(j)
+	for {
+		select {
+		case j := <-l.work:
+			l.run(j)
+		case <-l.quit:
+			return
+		}
 	}
 }
 
@@ -129,6 +140,8 @@ func (l *Lane) Run(ctx context.Context, f func()) (time.Duration, error) {
 	case <-ctx.Done():
 		return 0, fault.Errorf(fault.TooManyRequests,
 			"tenant's expensive evaluations are waiting for the low-priority lane (%d workers on this replica); the webhook's failurePolicy applies", l.workers)
+	case <-l.quit:
+		return 0, fault.Errorf(fault.Unavailable, "the replica is shutting down; the webhook's failurePolicy applies")
 	}
 	l.runs.Inc()
 	<-j.done

@@ -149,3 +149,14 @@ func TestLimiterRunWithoutLane(t *testing.T) {
 		t.Error("a limiter without a lane put a tenant on it")
 	}
 }
+
+func TestLaneRefusesAfterClose(t *testing.T) {
+	l := NewLane(1, nil)
+	l.Close()
+	l.Close() // twice is harmless: a gateway's Close may run after a failed start
+	ran := false
+	_, err := l.Run(context.Background(), func() { ran = true })
+	if fault.ErrorCode(err) != fault.Unavailable || ran {
+		t.Fatalf("Run after Close: ran %v, %v; want Unavailable and not run", ran, err)
+	}
+}
