@@ -60,8 +60,9 @@ func (g gooseLogger) Printf(format string, v ...any) { g.l.Info(fmt.Sprintf(form
 func (g gooseLogger) Fatalf(format string, v ...any) { g.l.Error(fmt.Sprintf(format, v...)) }
 
 // Migrate applies every pending migration under an advisory lock, so two
-// migrators started together apply each file once. It returns the versions
-// it applied.
+// migrators started together apply each file once, then grants the
+// dashboards' role its reads if the role exists (GrantDashboards). It
+// returns the versions it applied.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
@@ -76,6 +77,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 	}
 	if err != nil {
 		return applied, fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := GrantDashboards(ctx, pool, DashboardsRole); err != nil {
+		return applied, err
 	}
 	return applied, nil
 }
