@@ -59,10 +59,26 @@ func GrantDashboards(ctx context.Context, pool *pgxpool.Pool, role string) (gran
 			return err
 		}
 		r, s := pgx.Identifier{role}.Sanitize(), pgx.Identifier{schema}.Sanitize()
-		stmts := []string{
+		// Only the tables the role has privileges on: a REVOKE rewrites the
+		// table's catalog row even when there is nothing to revoke, and
+		// would then collide with the gateways attaching partitions.
+		rows, err := tx.Query(ctx, `
+			SELECT c.oid::regclass::text FROM pg_class c, pg_roles r
+			WHERE r.rolname = $1 AND c.relnamespace = current_schema()::regnamespace
+			  AND (EXISTS (SELECT FROM aclexplode(c.relacl) p WHERE p.grantee = r.oid)
+			       OR EXISTS (SELECT FROM pg_attribute a, aclexplode(a.attacl) p
+			                  WHERE a.attrelid = c.oid AND p.grantee = r.oid))`, role)
+		if err != nil {
+			return err
+		}
+		held, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		stmts := []string{fmt.Sprintf("GRANT USAGE ON SCHEMA %s TO %s", s, r)}
+		if len(held) > 0 {
 			// Table privileges revoked take the column privileges with them.
-			fmt.Sprintf("REVOKE ALL ON ALL TABLES IN SCHEMA %s FROM %s", s, r),
-			fmt.Sprintf("GRANT USAGE ON SCHEMA %s TO %s", s, r),
+			stmts = append(stmts, fmt.Sprintf("REVOKE ALL ON %s FROM %s", strings.Join(held, ", "), r))
 		}
 		for _, g := range dashboardReads {
 			cols := ""
