@@ -60,8 +60,8 @@ func GrantDashboards(ctx context.Context, pool *pgxpool.Pool, role string) (gran
 		}
 		r, s := pgx.Identifier{role}.Sanitize(), pgx.Identifier{schema}.Sanitize()
 		// Only the tables the role has privileges on: a REVOKE rewrites the
-		// table's catalog row even when there is nothing to revoke, and
-		// would then collide with the gateways attaching partitions.
+		// table's catalog row even when there is nothing to revoke, which
+		// over every partition risks colliding with a gateway attaching one.
 		rows, err := tx.Query(ctx, `
 			SELECT c.oid::regclass::text FROM pg_class c, pg_roles r
 			WHERE r.rolname = $1 AND c.relnamespace = current_schema()::regnamespace
