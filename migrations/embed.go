@@ -6,7 +6,9 @@
 // mutations, 00008 URL credentials, 00009 admin audit actor ids, 00010
 // tenant limits, 00011 committed inventory, 00012 the dashboards' read-only
 // role, 00013 the web UI's sessions, 00014 decisions keyed by tenant
-// (Citus), 00015 decision counts; later files take the next free number.
+// (Citus), 00015 decision counts, 00016 the index for dashboards that
+// filtered decisions by tenant name goes; later files take the next free
+// number.
 package migrations
 
 import "embed"

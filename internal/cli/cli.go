@@ -73,7 +73,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"migrate", "--database-url URL", "apply pending database migrations", cmdMigrate},
+		{"migrate", "--database-url URL", "apply pending database migrations, then grant the Grafana role portcullis_dashboards its reads", cmdMigrate},
 		{"bootstrap", "--database-url URL", "create the first operator token and print it once", cmdBootstrap},
 		{"login", "--server URL (--token T | --token-stdin | --token-file F) [--ca-file F]", "check a token and save the connection in the config file", cmdLogin},
 		{"whoami", "", "show the token in use", cmdWhoAmI},

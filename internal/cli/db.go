@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -73,6 +74,15 @@ func cmdMigrate(e *env, args []string) error {
 	applied, err := database.Migrate(e.ctx, pool)
 	if err != nil {
 		return err
+	}
+	// Migrate granted the dashboards' role its reads if it exists; if it
+	// does not, say how to get them, since nothing else will.
+	if ok, err := database.RoleExists(e.ctx, pool, database.DashboardsRole); err != nil {
+		return err
+	} else if !ok {
+		fmt.Fprintf(e.stderr, "Warning: role %s does not exist, so Grafana's PostgreSQL datasource has no read-only role: "+
+			"have an administrator run CREATE ROLE %s NOLOGIN, then migrate again (docs/observability.md)\n",
+			database.DashboardsRole, database.DashboardsRole)
 	}
 	if len(applied) == 0 {
 		e.printf("database schema is up to date\n")

@@ -60,8 +60,9 @@ func (g gooseLogger) Printf(format string, v ...any) { g.l.Info(fmt.Sprintf(form
 func (g gooseLogger) Fatalf(format string, v ...any) { g.l.Error(fmt.Sprintf(format, v...)) }
 
 // Migrate applies every pending migration under an advisory lock, so two
-// migrators started together apply each file once. It returns the versions
-// it applied. The lock is a session's: pool must reach PostgreSQL
+// migrators started together apply each file once, then grants the
+// dashboards' role its reads if the role exists (GrantDashboards). It
+// returns the versions it applied. The lock is a session's: pool must reach PostgreSQL
 // directly, never through PgBouncer in transaction mode, where the lock
 // would stay on one server connection and its unlock go to another
 // (admin migrate documents it; the chart's migration Job uses the direct
@@ -80,6 +81,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 	}
 	if err != nil {
 		return applied, fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := GrantDashboards(ctx, pool, DashboardsRole); err != nil {
+		return applied, err
 	}
 	return applied, nil
 }

@@ -96,30 +96,3 @@ func TestOpenRejectsBadURL(t *testing.T) {
 		t.Fatalf("Open(bad) = %v", err)
 	}
 }
-
-// The dashboards' role reads decisions (and their counts) and nothing else.
-func TestDashboardsRoleReadsDecisionsOnly(t *testing.T) {
-	ctx := context.Background()
-	pool, err := database.Open(ctx, pgtest.EmptyURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := database.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	for table, want := range map[string]bool{"decisions": true, "decision_counts_minute": true, "decision_counts_hour": true, "credentials": false, "admin_tokens": false, "policy_objects": false, "tenants": false} {
-		var can bool
-		err := pool.QueryRow(ctx, `SELECT has_table_privilege('portcullis_dashboards', $1, 'SELECT')`, table).Scan(&can)
-		if err != nil {
-			t.Fatalf("%s: %v", table, err)
-		}
-		if can != want {
-			t.Errorf("portcullis_dashboards may SELECT %s: %v, want %v", table, can, want)
-		}
-	}
-	var writes bool
-	if err := pool.QueryRow(ctx, `SELECT has_table_privilege('portcullis_dashboards', 'decisions', 'INSERT,UPDATE,DELETE')`).Scan(&writes); err != nil || writes {
-		t.Fatalf("the dashboards' role may write decisions (%v)", err)
-	}
-}

@@ -250,3 +250,26 @@ func InsertCluster(t testing.TB, pool *pgxpool.Pool, tenantID int64) int64 {
 	}
 	return id
 }
+
+// Role creates a role (NOLOGIN, no privileges) with a fresh name and
+// returns the name, for tests of grants. Roles belong to the whole server,
+// so the name is unique to this process; the role is dropped, with the
+// privileges it holds in pool's database, when the test ends.
+func Role(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	name := fmt.Sprintf("pct_role_%d_%d", os.Getpid(), rowSeq.Add(1))
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := pool.Exec(context.Background(), "CREATE ROLE "+ident+" NOLOGIN"); err != nil {
+		t.Fatalf("pgtest: create role: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if _, err := pool.Exec(ctx, "DROP OWNED BY "+ident); err != nil {
+			t.Errorf("pgtest: drop the privileges of role %s: %v", name, err)
+		}
+		if _, err := pool.Exec(ctx, "DROP ROLE "+ident); err != nil {
+			t.Errorf("pgtest: drop role %s: %v", name, err)
+		}
+	})
+	return name
+}
