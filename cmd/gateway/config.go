@@ -35,9 +35,9 @@ type Config struct {
 	TenantConcurrentEvaluations int
 	TenantCELCostPerRequest     int64
 	TenantRequestsPerSecond     float64
-	// LowPriorityAfter and LowPriorityWorkers size the low-priority lane
-	// (limits.Lane); LowPriorityAfter 0 turns it off.
-	LowPriorityAfter   time.Duration
+	// LowPriorityCost and LowPriorityWorkers size the low-priority lane
+	// (limits.Lane); LowPriorityCost 0 turns it off.
+	LowPriorityCost    int64
 	LowPriorityWorkers int
 
 	// MetricsTLS and MetricsTokenFile opt the operations listener into
@@ -117,7 +117,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.TenantConcurrentEvaluations, "tenant-concurrent-evaluations", 0, "default of each tenant's concurrent evaluations per replica (0: half the processors, at least 1); more wait up to 1s, then get 429")
 	fs.Int64Var(&c.TenantCELCostPerRequest, "tenant-cel-cost-per-request", limits.DefaultCELCostPerRequest, "default of each tenant's CEL cost per request, summed over its bindings (0: no limit)")
 	fs.Float64Var(&c.TenantRequestsPerSecond, "tenant-requests-per-second", 0, "default of each tenant's requests per second per replica, more get 429 (0: no limit)")
-	fs.DurationVar(&c.LowPriorityAfter, "low-priority-after", 5*time.Millisecond, "a tenant whose evaluations average more than this evaluates on low-priority threads until its average falls below half of it (0: off)")
+	fs.Int64Var(&c.LowPriorityCost, "low-priority-cost", 100_000, "a tenant whose requests average more CEL cost than this evaluates on low-priority threads until its average falls below half of it (0: off)")
 	fs.IntVar(&c.LowPriorityWorkers, "low-priority-workers", 0, "threads of the low-priority lane (0: half the processors, at least 1)")
 	fs.BoolVar(&c.MetricsTLS, "metrics-tls", false, "serve the --metrics-addr listener over HTTPS with the gateway's certificate")
 	fs.StringVar(&c.MetricsTokenFile, "metrics-token-file", "", "file holding a bearer token that /metrics then requires (/livez and /readyz stay open)")
@@ -216,8 +216,8 @@ func (c Config) Validate() error {
 		return errors.New("--tenant-cel-cost-per-request must not be negative")
 	case c.TenantRequestsPerSecond < 0:
 		return errors.New("--tenant-requests-per-second must not be negative")
-	case c.LowPriorityAfter < 0:
-		return errors.New("--low-priority-after must not be negative")
+	case c.LowPriorityCost < 0:
+		return errors.New("--low-priority-cost must not be negative")
 	case c.LowPriorityWorkers < 0:
 		return errors.New("--low-priority-workers must not be negative")
 	case c.MaxApplyDocuments < 1:

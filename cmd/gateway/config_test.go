@@ -55,17 +55,17 @@ func TestParseConfig(t *testing.T) {
 		}},
 		{name: "provisional namespace TTL too short", args: []string{"--dev", "--database-url", db, "--provisional-namespace-ttl", "10s"}, wantErr: "--provisional-namespace-ttl must be at least 1m"},
 		{name: "low-priority lane defaults", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
-			if c.LowPriorityAfter != 5*time.Millisecond || c.LowPriorityWorkers != 0 {
-				t.Fatalf("lane %v %d", c.LowPriorityAfter, c.LowPriorityWorkers)
+			if c.LowPriorityCost != 100_000 || c.LowPriorityWorkers != 0 {
+				t.Fatalf("lane %v %d", c.LowPriorityCost, c.LowPriorityWorkers)
 			}
 		}},
-		{name: "low-priority lane off", args: []string{"--dev", "--database-url", db}, env: map[string]string{"PORTCULLIS_LOW_PRIORITY_AFTER": "0", "PORTCULLIS_LOW_PRIORITY_WORKERS": "3"},
+		{name: "low-priority lane off", args: []string{"--dev", "--database-url", db}, env: map[string]string{"PORTCULLIS_LOW_PRIORITY_COST": "0", "PORTCULLIS_LOW_PRIORITY_WORKERS": "3"},
 			check: func(t *testing.T, c Config) {
-				if c.LowPriorityAfter != 0 || c.LowPriorityWorkers != 3 {
-					t.Fatalf("lane %v %d", c.LowPriorityAfter, c.LowPriorityWorkers)
+				if c.LowPriorityCost != 0 || c.LowPriorityWorkers != 3 {
+					t.Fatalf("lane %v %d", c.LowPriorityCost, c.LowPriorityWorkers)
 				}
 			}},
-		{name: "negative lane threshold", args: []string{"--dev", "--database-url", db, "--low-priority-after", "-1ms"}, wantErr: "--low-priority-after must not be negative"},
+		{name: "negative lane threshold", args: []string{"--dev", "--database-url", db, "--low-priority-cost", "-1"}, wantErr: "--low-priority-cost must not be negative"},
 		{name: "negative lane workers", args: []string{"--dev", "--database-url", db, "--low-priority-workers", "-1"}, wantErr: "--low-priority-workers must not be negative"},
 		{name: "retention under a day", args: []string{"--dev", "--database-url", db, "--decision-retention", "1h"}, wantErr: "--decision-retention must be at least 24h"},
 		{name: "zero batch", args: []string{"--dev", "--database-url", db, "--decision-batch-rows", "0"}, wantErr: "--decision-batch-rows must be at least 1"},

@@ -25,7 +25,7 @@ func (m *Main) setupLimits(ctx context.Context) {
 	if err := m.Limits.Load(ctx); err != nil {
 		m.Logger.Warn("tenant limits not loaded yet; the defaults apply", "error", err)
 	}
-	if m.Config.LowPriorityAfter > 0 {
+	if m.Config.LowPriorityCost > 0 {
 		// After setupTenancy and the default concurrency above: the lane
 		// raises GOMAXPROCS, which both size themselves by.
 		workers := m.Config.LowPriorityWorkers
@@ -34,6 +34,6 @@ func (m *Main) setupLimits(ctx context.Context) {
 		}
 		m.lane = limits.NewLane(workers, m.Logger)
 		m.Registry.MustRegister(m.lane.Collectors()...)
-		m.Limits.UseLane(m.lane, m.Config.LowPriorityAfter)
+		m.Limits.UseLane(m.lane, m.Config.LowPriorityCost)
 	}
 }

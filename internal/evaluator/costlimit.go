@@ -11,7 +11,7 @@ package evaluator
 // its upper bounds; running out on them evaluates the request again
 // exactly (fastenv.go), with a fresh limit.
 type costLimit struct {
-	left int64
+	limit, left int64
 	// exceeded is set when an evaluation ran out of a budget the limit
 	// had cut below the usual one.
 	exceeded bool
@@ -21,7 +21,15 @@ func newCostLimit(limit int64) *costLimit {
 	if limit <= 0 {
 		return nil
 	}
-	return &costLimit{left: limit}
+	return &costLimit{limit: limit, left: limit}
+}
+
+// spent is what the request's evaluations charged to the limit.
+func (c *costLimit) spent() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.limit - c.left
 }
 
 // budget is the budget of an evaluation whose usual budget is b.

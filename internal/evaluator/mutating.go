@@ -169,6 +169,7 @@ func (s *Snapshot) mutate(ctx context.Context, r *Request, ns NamespaceLookup, s
 		res.Object, res.Patch = st.patch(r.Object, first)
 	}
 	res.CostLimitExceeded = cost != nil && cost.exceeded
+	res.Cost = cost.spent()
 	return res, true
 }
 

@@ -46,6 +46,10 @@ type Result struct {
 	// CostLimitExceeded is set when the request's cost limit
 	// (WithCostLimit) stopped an evaluation.
 	CostLimitExceeded bool
+	// Cost is the CEL cost the request's evaluations charged to its cost
+	// limit (WithCostLimit; 0 without one): exact for cel-go's
+	// evaluations, the fast interpreter's upper bound for its own.
+	Cost int64
 }
 
 // AuditAnnotation is one audit annotation key/value pair.

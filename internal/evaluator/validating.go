@@ -116,6 +116,7 @@ func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLooku
 	}
 	res := v.finish()
 	res.CostLimitExceeded = v.cost != nil && v.cost.exceeded
+	res.Cost = v.cost.spent()
 	return res
 }
 

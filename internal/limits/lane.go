@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,58 +25,64 @@ import (
 // The lane adds one Go processor (P) per worker, so the lane's threads
 // never hold the processors that ordinary requests run on: with
 // GOMAXPROCS unchanged, a request that needed a second P waited for the
-// scheduler to preempt the lane's goroutine (up to 10 ms).
+// scheduler to preempt the lane's goroutine (up to 10 ms). It does so,
+// and starts its threads, only when a tenant first needs it: an extra P
+// on a replica with nothing for it to do cost 11% of the throughput
+// (scripts/bench-load.sh, one core).
 //
 // Which tenants are expensive is learnt, not configured: the limiter keeps
-// a moving average of each tenant's evaluation CPU time (Limiter.Run), and
-// a tenant above the threshold evaluates on the lane until its average
-// falls below half of it. CPU time, not wall time: waiting for a core (on
-// a saturated replica, or on the lane itself) must not move a tenant.
+// a moving average of each tenant's CEL cost per request (Limiter.Run),
+// and a tenant above the threshold evaluates on the lane until its
+// average falls below half of it.
 type Lane struct {
-	work    chan *laneJob
-	quit    chan struct{}
-	closing sync.Once
-	workers int
+	work     chan *laneJob
+	quit     chan struct{}
+	starting sync.Once
+	closing  sync.Once
+	workers  int
+	logger   *slog.Logger
 	// demoted says whether the threads' priority could be lowered; where
 	// it cannot (another OS, a seccomp profile that refuses
 	// setpriority) the lane still bounds the expensive tenants' share of
 	// the processors.
 	demoted atomic.Bool
+	started atomic.Bool
 	runs    prometheus.Counter
 }
 
 type laneJob struct {
 	f     func()
-	spent time.Duration
 	panic any
 	done  chan struct{}
 }
 
-// NewLane starts workers threads at the lowest priority and raises
-// GOMAXPROCS by workers. It must be started after everything that sizes
-// itself by GOMAXPROCS (the tenants' default concurrency, the
+// NewLane returns a lane of workers threads, started (and GOMAXPROCS
+// raised by workers) at its first Run. Start it after everything that
+// sizes itself by GOMAXPROCS (the tenants' default concurrency, the
 // authentication queues).
 func NewLane(workers int, logger *slog.Logger) *Lane {
 	workers = max(1, workers)
-	l := &Lane{work: make(chan *laneJob), quit: make(chan struct{}), workers: workers,
+	return &Lane{work: make(chan *laneJob), quit: make(chan struct{}), workers: workers, logger: logger,
 		runs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portcullis_evaluations_low_priority_total",
-			Help: "Evaluations run on the low-priority lane (tenants whose evaluations average over the threshold).",
+			Help: "Evaluations run on the low-priority lane (tenants whose CEL cost per request averages over the threshold).",
 		})}
-	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + workers)
+}
+
+func (l *Lane) start() {
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + l.workers)
 	var once sync.Once
-	for range workers {
+	for range l.workers {
 		go l.worker(func(err error) {
 			once.Do(func() {
-				if logger == nil {
+				if l.logger == nil {
 					return
 				}
-				logger.Warn("the low-priority lane's threads keep their priority; expensive tenants are still bounded to the lane's workers",
-					"workers", workers, "error", err)
+				l.logger.Warn("the low-priority lane's threads keep their priority; expensive tenants are still bounded to the lane's workers",
+					"workers", l.workers, "error", err)
 			})
 		})
 	}
-	return l
 }
 
 // Close stops the workers once their evaluations end; their threads exit
@@ -87,7 +92,12 @@ func NewLane(workers int, logger *slog.Logger) *Lane {
 func (l *Lane) Close() {
 	l.closing.Do(func() {
 		close(l.quit)
-		runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)-l.workers))
+		// A lane never started raised nothing; one started later would
+		// find quit closed first and raise nothing either.
+		l.starting.Do(func() {})
+		if l.started.Load() {
+			runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)-l.workers))
+		}
 	})
 }
 
@@ -125,28 +135,34 @@ func (l *Lane) run(j *laneJob) {
 			j.panic = p
 		}
 	}()
-	start := threadCPUTime()
 	j.f()
-	j.spent = threadCPUTime() - start
 }
 
-// Run runs f on a lane thread and returns the CPU time it took. It waits
-// for a free worker no longer than ctx allows; a panic in f is raised
-// again in the caller.
-func (l *Lane) Run(ctx context.Context, f func()) (time.Duration, error) {
+// Run runs f on a lane thread. It waits for a free worker no longer than
+// ctx allows; a panic in f is raised again in the caller.
+func (l *Lane) Run(ctx context.Context, f func()) error {
+	l.starting.Do(func() {
+		select {
+		case <-l.quit:
+			return
+		default:
+		}
+		l.started.Store(true)
+		l.start()
+	})
 	j := &laneJob{f: f, done: make(chan struct{})}
 	select {
 	case l.work <- j:
 	case <-ctx.Done():
-		return 0, fault.Errorf(fault.TooManyRequests,
+		return fault.Errorf(fault.TooManyRequests,
 			"tenant's expensive evaluations are waiting for the low-priority lane (%d workers on this replica); the webhook's failurePolicy applies", l.workers)
 	case <-l.quit:
-		return 0, fault.Errorf(fault.Unavailable, "the replica is shutting down; the webhook's failurePolicy applies")
+		return fault.Errorf(fault.Unavailable, "the replica is shutting down; the webhook's failurePolicy applies")
 	}
 	l.runs.Inc()
 	<-j.done
 	if j.panic != nil {
 		panic(j.panic)
 	}
-	return j.spent, nil
+	return nil
 }

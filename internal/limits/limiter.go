@@ -51,10 +51,10 @@ type Limiter struct {
 	maxWait time.Duration
 	now     func() time.Time
 
-	// lane, when set, runs the evaluations of tenants whose average
-	// evaluation time is over laneAfter (see Lane).
+	// lane, when set, runs the evaluations of tenants whose average CEL
+	// cost per request is over laneAfter (see Lane).
 	lane      *Lane
-	laneAfter time.Duration
+	laneAfter int64
 
 	mu        sync.Mutex
 	overrides map[int64]Limits
@@ -70,10 +70,11 @@ type tenantState struct {
 	// The token bucket of the rate limit, made for rate.
 	tokens, rate float64
 	last         time.Time
-	// avg is the moving average of the tenant's evaluation time; onLane
-	// says whether its evaluations run on the low-priority lane.
-	avg    time.Duration
-	onLane bool
+	// avgCost is the moving average of the tenant's CEL cost per
+	// request; onLane says whether its evaluations run on the
+	// low-priority lane.
+	avgCost int64
+	onLane  bool
 }
 
 // NewLimiter returns a limiter with the given defaults (zero fields: no

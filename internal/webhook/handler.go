@@ -262,12 +262,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	evalStart := time.Now()
 	var res *evaluator.Result
-	eval := func() {
+	eval := func() int64 {
 		if h.Mutating {
 			res = snap.Compiled.Mutate(ctx, req, nss, evalOpts...)
 		} else {
 			res = snap.Compiled.Validate(ctx, req, nss, evalOpts...)
 		}
+		return res.Cost
 	}
 	if h.Limits == nil {
 		eval()
@@ -315,11 +316,14 @@ func (h *Handler) limit(ctx context.Context, tenantID int64) (release func(), _ 
 	if err != nil {
 		return nil, nil, err
 	}
-	var opts []evaluator.ValidateOption
-	if c := h.Limits.For(tenantID).CELCostPerRequest; c > 0 {
-		opts = append(opts, evaluator.WithCostLimit(c))
+	// Without a limit of its own, a limit no request reaches: the
+	// evaluator then still counts the request's cost, which decides
+	// whether the tenant evaluates on the low-priority lane.
+	c := h.Limits.For(tenantID).CELCostPerRequest
+	if c <= 0 {
+		c = math.MaxInt64
 	}
-	return release, opts, nil
+	return release, []evaluator.ValidateOption{evaluator.WithCostLimit(c)}, nil
 }
 
 // refuse answers a request over a tenant limit: 429 with Retry-After, so

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,9 +78,9 @@ func TestTenantLimits(t *testing.T) {
 		f.h.Limits = limits.NewLimiter(limits.Limits{}, nil, logger)
 		lane := limits.NewLane(1, logger)
 		t.Cleanup(lane.Close)
-		// Every evaluation takes more than a nanosecond: the first moves
-		// the tenant to the lane.
-		f.h.Limits.UseLane(lane, time.Nanosecond)
+		// Every evaluation of the fixture's policies costs more than 1:
+		// the first moves the tenant to the lane.
+		f.h.Limits.UseLane(lane, 1)
 		first := send(f, "")
 		if first.Code != 200 {
 			t.Fatalf("first request: %d %s", first.Code, first.Body)
@@ -101,7 +100,7 @@ func TestTenantLimits(t *testing.T) {
 		// With the lane's only worker busy past the request's deadline:
 		// 429, counted as the lane's limit.
 		busy, free := make(chan struct{}), make(chan struct{})
-		go func() { _, _ = lane.Run(context.Background(), func() { close(busy); <-free }) }()
+		go func() { _ = lane.Run(context.Background(), func() { close(busy); <-free }) }()
 		<-busy
 		tooMany(t, send(f, "?timeout=200ms"), "low-priority lane")
 		close(free)
