@@ -26,9 +26,11 @@ import (
 // never hold the processors that ordinary requests run on: with
 // GOMAXPROCS unchanged, a request that needed a second P waited for the
 // scheduler to preempt the lane's goroutine (up to 10 ms). It does so,
-// and starts its threads, only when a tenant first needs it: an extra P
-// on a replica with nothing for it to do cost 11% of the throughput
-// (scripts/bench-load.sh, one core).
+// and starts its threads, only when a tenant first needs it, so that a
+// replica without expensive tenants runs as if there were no lane (a
+// first version that added the P at start, and also read each thread's
+// CPU clock around every evaluation, cost 11% of the throughput on one
+// core; scripts/bench-load.sh).
 //
 // Which tenants are expensive is learnt, not configured: the limiter keeps
 // a moving average of each tenant's CEL cost per request (Limiter.Run),
