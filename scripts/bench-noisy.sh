@@ -5,8 +5,9 @@
 # in flight (a legal policy of nine validations of about 9e5 each). Rounds
 # alternate B alone, B with A, and B with A's concurrency limit lifted (what
 # the limit prevents), in the same run. Prints B's p50 and p99 for each and
-# their ratio to B alone; the target is a p99 ratio of at most 1.2 with the
-# default limits. About a minute.
+# their ratio to B alone, and how many of A's evaluations ran on the
+# low-priority lane (all but A's first must); the target is a p99 ratio of
+# at most 1.2 with the default limits. About a minute.
 #
 #   DURATION  seconds per round (default 5)
 #   RATE      tenant B's rate (default 200)

@@ -244,6 +244,11 @@ func TestNoisyNeighbour(t *testing.T) {
 	conds := []cond{{"B alone", false, 0}, {"B + A, default limits", true, 0}, {"B + A, A unlimited", true, 1000}}
 	p50s, p99s := map[string][]time.Duration{}, map[string][]time.Duration{}
 	answersA := map[string]map[int]int{}
+	// A's evaluations on the low-priority lane, per condition: every one of
+	// A's answered requests but its very first, which tells the gateway
+	// that A is expensive.
+	const laneMetric = "portcullis_evaluations_low_priority_total"
+	onLane := map[string]float64{}
 	for round := range rounds {
 		for _, c := range conds {
 			if c.noisy {
@@ -251,6 +256,7 @@ func TestNoisyNeighbour(t *testing.T) {
 			}
 			var stop chan struct{}
 			var wait func() map[int]int
+			laneBefore := scrapeSum(srv.metrics, laneMetric)
 			if c.noisy {
 				stop = make(chan struct{})
 				wait = noisyLoad(f, srv, tokenA, workers, stop)
@@ -266,6 +272,7 @@ func TestNoisyNeighbour(t *testing.T) {
 				for k, v := range counts {
 					answersA[c.name][k] += v
 				}
+				onLane[c.name] += scrapeSum(srv.metrics, laneMetric) - laneBefore
 			}
 			if r.errs+r.mism > 0 {
 				t.Errorf("%s, round %d: B had %d errors, %d mismatches: %v %v", c.name, round, r.errs, r.mism, r.firstErrs, r.firstMis)
@@ -283,11 +290,18 @@ func TestNoisyNeighbour(t *testing.T) {
 	alone50, alone99 := med(p50s["B alone"]), med(p99s["B alone"])
 	fmt.Printf("\nNoisy neighbour: tenant B at %d req/s, tenant A with %d near-cost-limit requests in flight, %d rounds of %s, medians\n",
 		rate, workers, rounds, du)
-	fmt.Printf("%-26s %10s %10s %10s %10s  %s\n", "condition", "B p50 ms", "B p99 ms", "p50 ratio", "p99 ratio", "A's answers by status")
+	fmt.Printf("%-26s %10s %10s %10s %10s %8s  %s\n", "condition", "B p50 ms", "B p99 ms", "p50 ratio", "p99 ratio", "A lane", "A's answers by status")
+	answeredA := 0
+	var laneA float64
 	for _, c := range conds {
 		p50, p99 := med(p50s[c.name]), med(p99s[c.name])
-		fmt.Printf("%-26s %10s %10s %10.2f %10.2f  %v\n", c.name, ms(p50), ms(p99),
-			float64(p50)/float64(alone50), float64(p99)/float64(alone99), answersA[c.name])
+		fmt.Printf("%-26s %10s %10s %10.2f %10.2f %8.0f  %v\n", c.name, ms(p50), ms(p99),
+			float64(p50)/float64(alone50), float64(p99)/float64(alone99), onLane[c.name], answersA[c.name])
+		answeredA += answersA[c.name][http.StatusOK]
+		laneA += onLane[c.name]
+	}
+	if laneA < float64(answeredA-1) {
+		t.Errorf("%v of tenant A's %d answered evaluations ran on the low-priority lane; want all but the first", laneA, answeredA)
 	}
 	ratio := float64(med(p99s["B + A, default limits"])) / float64(alone99)
 	if os.Getenv(envEnforce) == "1" && ratio > 1.2 {
