@@ -8,7 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
 // apiError is an error answer of the admin API: its Status, with the
@@ -129,14 +130,8 @@ func (s *Server) call(ctx context.Context, token, method, path string, q url.Val
 	return nil
 }
 
-// whoAmI is GET /api/v1/whoami (apiv1.WhoAmI).
-type whoAmI struct {
-	Name      string     `json:"name"`
-	Role      string     `json:"role"`
-	Tenant    string     `json:"tenant,omitempty"`
-	TokenID   int64      `json:"tokenId"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-}
+// whoAmI is GET /api/v1/whoami, with what the templates ask of it.
+type whoAmI struct{ apiv1.WhoAmI }
 
 func (w whoAmI) Operator() bool { return w.Role == "operator" }
 

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/uisession"
+
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
 // Cookie names. The __Host- prefix makes the browser refuse them unless
@@ -77,7 +79,7 @@ func derive(id, purpose string) []byte {
 }
 
 func (ss *sessions) load(id string, s uisession.Session) *session {
-	who := whoAmI{Name: s.Name, Role: s.Role, Tenant: s.Tenant, TokenID: s.TokenID, ExpiresAt: s.TokenExpiresAt}
+	who := whoAmI{apiv1.WhoAmI{Name: s.Name, Role: s.Role, Tenant: s.Tenant, TokenID: s.TokenID, ExpiresAt: s.TokenExpiresAt}}
 	return &session{id: id, idHash: hashID(id), tokenID: s.TokenID, who: who,
 		csrf: base64.RawURLEncoding.EncodeToString(derive(id, "csrf")), expires: s.ExpiresAt,
 		issued: s.Issued, flash: s.Flash}
