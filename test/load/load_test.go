@@ -103,6 +103,7 @@ type result struct {
 	duration         time.Duration
 	throughput       float64 // correct answers per second
 	p50, p99, max    time.Duration
+	lat              []time.Duration // every correct answer's latency, sorted
 	// handlerP99 is the gateway's own view: the upper bound of the bucket
 	// of portcullis_webhook_request_duration_seconds that holds its 99th
 	// percentile over this run (0 for the trivial webhook). The client's
@@ -186,6 +187,7 @@ func (c *client) run(rate, workers int, du time.Duration) result {
 	res.duration = last.Sub(first)
 	if len(lat) > 0 {
 		slices.Sort(lat)
+		res.lat = lat
 		res.p50, res.p99, res.max = quantile(lat, 0.50), quantile(lat, 0.99), lat[len(lat)-1]
 		res.throughput = float64(len(lat)) / res.duration.Seconds()
 		if h0.buckets != nil && h1.buckets != nil { // both scrapes answered
