@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/portcullis-dev/portcullis/internal/api"
 	"github.com/portcullis-dev/portcullis/internal/envflag"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
@@ -39,6 +41,10 @@ type Config struct {
 	// (limits.Lane); LowPriorityCost 0 turns it off.
 	LowPriorityCost    int64
 	LowPriorityWorkers int
+	// Tenants and ExcludeTenants, comma-separated names, say which
+	// tenants' admission requests this deployment answers; the others
+	// get 421. Empty: every tenant.
+	Tenants, ExcludeTenants string
 
 	// MetricsTLS and MetricsTokenFile opt the operations listener into
 	// TLS and a bearer token on /metrics.
@@ -119,6 +125,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.Float64Var(&c.TenantRequestsPerSecond, "tenant-requests-per-second", 0, "default of each tenant's requests per second per replica, more get 429 (0: no limit)")
 	fs.Int64Var(&c.LowPriorityCost, "low-priority-cost", 100_000, "a tenant whose requests average more CEL cost than this evaluates on low-priority threads until its average falls below half of it (0: off)")
 	fs.IntVar(&c.LowPriorityWorkers, "low-priority-workers", 0, "threads of the low-priority lane (0: half the processors, at least 1)")
+	fs.StringVar(&c.Tenants, "tenants", "", "comma-separated tenant names: answer admission requests for these tenants only, the others get 421 (a deployment of a tenant's own; default: every tenant)")
+	fs.StringVar(&c.ExcludeTenants, "exclude-tenants", "", "comma-separated tenant names whose admission requests get 421 here (their own deployment answers them)")
 	fs.BoolVar(&c.MetricsTLS, "metrics-tls", false, "serve the --metrics-addr listener over HTTPS with the gateway's certificate")
 	fs.StringVar(&c.MetricsTokenFile, "metrics-token-file", "", "file holding a bearer token that /metrics then requires (/livez and /readyz stay open)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM serving certificate; reloaded when the file changes")
@@ -220,6 +228,8 @@ func (c Config) Validate() error {
 		return errors.New("--low-priority-cost must not be negative")
 	case c.LowPriorityWorkers < 0:
 		return errors.New("--low-priority-workers must not be negative")
+	case c.Tenants != "" && c.ExcludeTenants != "":
+		return errors.New("--tenants and --exclude-tenants exclude each other: give the tenants a deployment answers for, or those it does not")
 	case c.MaxApplyDocuments < 1:
 		return errors.New("--max-apply-documents must be at least 1")
 	case c.MaxHeaderBytes < 4096:
@@ -240,6 +250,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--otlp-endpoint %q: %w", c.OTLPEndpoint, err)
 		}
 	}
+	if _, err := c.serves(); err != nil {
+		return err
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)
@@ -257,4 +270,43 @@ func defaultInstance() string {
 		return "gateway"
 	}
 	return h
+}
+
+// tenantNames parses a comma-separated list of tenant names.
+func tenantNames(flag, list string) (map[string]bool, error) {
+	names := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %q is not a tenant name: %s", flag, n, strings.Join(errs, "; "))
+		}
+		names[n] = true
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s names no tenant", flag)
+	}
+	return names, nil
+}
+
+// serves is the webhook's filter of tenants (webhook.Handler.Serves); nil
+// when the deployment answers for every tenant.
+func (c Config) serves() (func(tenant string) bool, error) {
+	switch {
+	case c.Tenants != "":
+		names, err := tenantNames("--tenants", c.Tenants)
+		if err != nil {
+			return nil, err
+		}
+		return func(t string) bool { return names[t] }, nil
+	case c.ExcludeTenants != "":
+		names, err := tenantNames("--exclude-tenants", c.ExcludeTenants)
+		if err != nil {
+			return nil, err
+		}
+		return func(t string) bool { return !names[t] }, nil
+	}
+	return nil, nil
 }

@@ -67,6 +67,26 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{name: "negative lane threshold", args: []string{"--dev", "--database-url", db, "--low-priority-cost", "-1"}, wantErr: "--low-priority-cost must not be negative"},
 		{name: "negative lane workers", args: []string{"--dev", "--database-url", db, "--low-priority-workers", "-1"}, wantErr: "--low-priority-workers must not be negative"},
+		{name: "tenants of a deployment of their own", args: []string{"--dev", "--database-url", db, "--tenants", "noisy, big-one"}, check: func(t *testing.T, c Config) {
+			serves, err := c.serves()
+			if err != nil || serves == nil || !serves("noisy") || !serves("big-one") || serves("quiet") || serves("") {
+				t.Fatalf("--tenants noisy,big-one: %v", err)
+			}
+		}},
+		{name: "tenants excluded", args: []string{"--dev", "--database-url", db}, env: map[string]string{"PORTCULLIS_EXCLUDE_TENANTS": "noisy"}, check: func(t *testing.T, c Config) {
+			serves, err := c.serves()
+			if err != nil || serves == nil || serves("noisy") || !serves("quiet") {
+				t.Fatalf("--exclude-tenants noisy: %v", err)
+			}
+		}},
+		{name: "every tenant by default", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
+			if serves, err := c.serves(); err != nil || serves != nil {
+				t.Fatalf("no filter expected: %v", err)
+			}
+		}},
+		{name: "tenants and excluded tenants", args: []string{"--dev", "--database-url", db, "--tenants", "a", "--exclude-tenants", "b"}, wantErr: "--tenants and --exclude-tenants exclude each other"},
+		{name: "tenant name invalid", args: []string{"--dev", "--database-url", db, "--tenants", "ok,Not_A_Name"}, wantErr: `--tenants: "Not_A_Name" is not a tenant name`},
+		{name: "tenant list empty", args: []string{"--dev", "--database-url", db, "--exclude-tenants", " , "}, wantErr: "--exclude-tenants names no tenant"},
 		{name: "retention under a day", args: []string{"--dev", "--database-url", db, "--decision-retention", "1h"}, wantErr: "--decision-retention must be at least 24h"},
 		{name: "zero batch", args: []string{"--dev", "--database-url", db, "--decision-batch-rows", "0"}, wantErr: "--decision-batch-rows must be at least 1"},
 		{name: "zero queue", args: []string{"--dev", "--database-url", db, "--decision-queue-size", "0"}, wantErr: "--decision-queue-size must be at least 1"},

@@ -20,8 +20,13 @@ import (
 // the handler, which answers 405 with a JSON Status for anything but POST.
 // The two share one handler configuration, metrics and recorder; they
 // differ in what they evaluate.
-func (m *Main) setupWebhook() {
+func (m *Main) setupWebhook() error {
+	serves, err := m.Config.serves()
+	if err != nil {
+		return err
+	}
 	h := &webhook.Handler{
+		Serves:       serves,
 		Authenticate: m.Auth.Authenticate,
 		Snapshot:     m.PolicyCache.Snapshot,
 		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
@@ -48,6 +53,7 @@ func (m *Main) setupWebhook() {
 		m.WebhookMux.Handle(p+"validate", h)
 		m.WebhookMux.Handle(p+"mutate", &mh)
 	}
+	return nil
 }
 
 // setupAdminAPI routes /api/v1 on the admin listener.

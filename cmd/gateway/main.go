@@ -245,7 +245,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.setupDecisions(bg); err != nil {
 		return err
 	}
-	m.setupWebhook()
+	if err := m.setupWebhook(); err != nil {
+		return err
+	}
 	if err := m.setupAdminAPI(); err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ const (
 	Forbidden            Code = "forbidden"              // 403
 	NotFound             Code = "not_found"              // 404: absent, or another tenant's
 	MethodNotAllowed     Code = "method_not_allowed"     // 405
+	Misdirected          Code = "misdirected"            // 421: another deployment serves it
 	AlreadyExists        Code = "already_exists"         // 409: the name is taken
 	Conflict             Code = "conflict"               // 409: stale resourceVersion
 	TooLarge             Code = "too_large"              // 413
@@ -49,6 +50,7 @@ var codes = map[Code]struct {
 	Forbidden:            {http.StatusForbidden, metav1.StatusReasonForbidden},
 	NotFound:             {http.StatusNotFound, metav1.StatusReasonNotFound},
 	MethodNotAllowed:     {http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed},
+	Misdirected:          {http.StatusMisdirectedRequest, "Misdirected"}, // Kubernetes names no reason for 421; the apiserver reads only the code
 	AlreadyExists:        {http.StatusConflict, metav1.StatusReasonAlreadyExists},
 	Conflict:             {http.StatusConflict, metav1.StatusReasonConflict},
 	TooLarge:             {http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge},

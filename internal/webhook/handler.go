@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -82,6 +83,10 @@ type Handler struct {
 	// Limits bounds each tenant's requests per second, concurrent
 	// evaluations and CEL cost per request; nil for none.
 	Limits *limits.Limiter
+	// Serves says whether this deployment answers for the tenant named in
+	// the request's path; nil answers for every tenant. The others get
+	// 421: a tenant moved to replicas of its own (docs/production.md).
+	Serves func(tenant string) bool
 }
 
 // readBody reads the whole body. The apiserver sends Content-Length, so
@@ -158,6 +163,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, fault.Errorf(fault.MethodNotAllowed, "method %s not allowed: send the AdmissionReview with POST", r.Method))
+		return
+	}
+	if h.Serves != nil && !h.Serves(tenantOf(r)) {
+		// Before authentication: misdirected traffic costs no password
+		// hash, and the answer is the same whether the tenant exists.
+		h.Metrics.misdirected.Inc()
+		writeError(w, fault.Errorf(fault.Misdirected,
+			"this gateway deployment does not answer for tenant %q (--tenants, --exclude-tenants): point the webhook at the deployment that does; the webhook's failurePolicy applies", tenantOf(r)))
 		return
 	}
 	_, step := h.startStep(spanCtx, "authenticate")
@@ -443,3 +456,16 @@ func writeStatus(w http.ResponseWriter, st metav1.Status) {
 
 // newID is a UUIDv7: time-ordered, so decision ids index well.
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// tenantOf is the {tenant} of the request's path (/t/{tenant}/...).
+func tenantOf(r *http.Request) string {
+	if t := r.PathValue("tenant"); t != "" {
+		return t
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/t/")
+	if !ok {
+		return ""
+	}
+	t, _, _ := strings.Cut(rest, "/")
+	return t
+}

@@ -470,6 +470,49 @@ func TestColdAndUnreachableAnswers503(t *testing.T) {
 	}
 }
 
+// A deployment that answers for some tenants only refuses the others with
+// 421 before authenticating anything, the same whether the tenant exists;
+// the tenants it serves are answered as usual, over both URL forms.
+func TestTenantOfAnotherDeploymentAnswers421(t *testing.T) {
+	f := newFixture(t)
+	f.h.Serves = func(tenant string) bool { return tenant == "acme" }
+	auth := f.h.Authenticate
+	calls := 0
+	f.h.Authenticate = func(r *http.Request) (tenancy.Identity, error) {
+		calls++
+		return auth(r)
+	}
+	send := func(path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer good")
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, path := range []string{"/t/noisy/validate", "/t/no-such-tenant/validate", "/t/noisy/k/c2VjcmV0/validate"} {
+		rec := send(path)
+		if rec.Code != http.StatusMisdirectedRequest || !strings.Contains(rec.Body.String(), `"kind":"Status"`) ||
+			!strings.Contains(rec.Body.String(), "does not answer for tenant") || strings.Contains(rec.Body.String(), "c2VjcmV0") {
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	if calls != 0 || len(f.recorded) != 0 {
+		t.Fatalf("misdirected requests were authenticated (%d) or recorded (%d)", calls, len(f.recorded))
+	}
+	if got := testutil.ToFloat64(f.h.Metrics.Misdirected()); got != 3 {
+		t.Fatalf("misdirected metric = %v", got)
+	}
+	for _, path := range []string{"/t/acme/validate", "/t/acme/k/c2VjcmV0/validate"} {
+		if rec := send(path); rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	if calls != 2 {
+		t.Fatalf("served tenant authenticated %d times, want 2", calls)
+	}
+}
+
 // A full basic-auth queue is a 429 with Retry-After, as every limit of the
 // gateway answers; the webhook's failurePolicy decides.
 func TestAuthenticationBusyAnswers429WithRetryAfter(t *testing.T) {

@@ -34,6 +34,7 @@ type Metrics struct {
 	panics           prometheus.Counter
 	authFailures     *prometheus.CounterVec
 	coldUnavailable  prometheus.Counter
+	misdirected      prometheus.Counter
 	unknownNamespace *prometheus.CounterVec
 	missingCRD       *prometheus.CounterVec
 	mutations        *prometheus.CounterVec
@@ -103,6 +104,10 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 			Name: "portcullis_webhook_authentication_failures_total",
 			Help: "Webhook requests refused by authentication, by reason.",
 		}, []string{"reason"}),
+		misdirected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "portcullis_webhook_misdirected_total",
+			Help: "Requests answered 421 because they name a tenant this deployment does not answer for (--tenants, --exclude-tenants).",
+		}),
 		coldUnavailable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portcullis_webhook_cold_unavailable_total",
 			Help: "Requests answered 503 because the tenant's policies were not cached and the database was unreachable.",
@@ -130,7 +135,7 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.evaluation, m.tenantSeconds, m.tenantEvalSecs, m.rejections, m.failOpen, m.failClosed,
-			m.panics, m.authFailures, m.coldUnavailable, m.unknownNamespace, m.missingCRD,
+			m.panics, m.authFailures, m.coldUnavailable, m.misdirected, m.unknownNamespace, m.missingCRD,
 			m.mutations, m.mutationFailures, m.limited,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "portcullis_evaluator_exact_reevaluations_total",
@@ -237,6 +242,10 @@ func (m *Metrics) Panics() prometheus.Counter { return m.panics }
 
 // ColdUnavailable counts 503s for tenants not cached while the database is away.
 func (m *Metrics) ColdUnavailable() prometheus.Counter { return m.coldUnavailable }
+
+// Misdirected is the counter of requests for a tenant this deployment
+// does not answer for.
+func (m *Metrics) Misdirected() prometheus.Counter { return m.misdirected }
 
 // Limited is the counter of requests a tenant limit stopped.
 func (m *Metrics) Limited() *prometheus.CounterVec { return m.limited }

@@ -136,6 +136,8 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"metrics.tls=yes", "tls"},
 		{"metrics.tokenKey=", "tokenKey"},
 		{"metrics.tokenFile=/t", "tokenFile"},
+		{"gateway.tenants={noisy},gateway.excludeTenants={other}", "gateway.excludeTenants"},
+		{"gateway.tenants={Not_A_Tenant}", "tenants"},
 	} {
 		_, stderr, err := helm(t, "template", "rel", chartDir, "--kube-version", kubeVersion, "--set", tc.set)
 		if err == nil {

@@ -109,7 +109,8 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 	if slices.ContainsFunc(gw.Args, func(a string) bool {
-		return strings.HasPrefix(a, "--client-ca") || strings.HasPrefix(a, "--public-webhook-url") || strings.HasPrefix(a, "--metrics-")
+		return strings.HasPrefix(a, "--client-ca") || strings.HasPrefix(a, "--public-webhook-url") || strings.HasPrefix(a, "--metrics-") ||
+			strings.HasPrefix(a, "--tenants") || strings.HasPrefix(a, "--exclude-tenants")
 	}) {
 		t.Errorf("unset values reach the args: %v", gw.Args)
 	}
@@ -284,6 +285,26 @@ func TestRealisticOverrides(t *testing.T) {
 		if !found {
 			t.Errorf("no ConfigMap holds %s", filepath.Base(f))
 		}
+	}
+}
+
+// A tenant on replicas of its own: a second release answers for it alone
+// and runs no migration; the main release leaves it out.
+func TestTenantOnReleaseOfItsOwn(t *testing.T) {
+	objs := render(t, "gateway.tenants={noisy,big-one}", "migrate.enabled=false", "webhook.publicURL=https://noisy.portcullis.example.com")
+	gw := container(t, &one(t, objs, "Deployment").typed.(*appsv1.Deployment).Spec.Template, "gateway")
+	for _, arg := range []string{"--tenants=noisy,big-one", "--public-webhook-url=https://noisy.portcullis.example.com"} {
+		if !slices.Contains(gw.Args, arg) {
+			t.Errorf("gateway args lack %s: %v", arg, gw.Args)
+		}
+	}
+	if jobs := find(objs, "Job"); len(jobs) != 0 {
+		t.Errorf("the tenant's release runs a migration: %d Jobs", len(jobs))
+	}
+	objs = render(t, "gateway.excludeTenants={noisy}")
+	gw = container(t, &one(t, objs, "Deployment").typed.(*appsv1.Deployment).Spec.Template, "gateway")
+	if !slices.Contains(gw.Args, "--exclude-tenants=noisy") || slices.ContainsFunc(gw.Args, func(a string) bool { return strings.HasPrefix(a, "--tenants") }) {
+		t.Errorf("main release args: %v", gw.Args)
 	}
 }
 
