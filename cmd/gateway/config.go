@@ -272,14 +272,10 @@ func defaultInstance() string {
 	return h
 }
 
-// tenantNames parses a comma-separated list of tenant names.
+// tenantNames checks a comma-separated list of tenant names.
 func tenantNames(flag, list string) (map[string]bool, error) {
 	names := map[string]bool{}
-	for _, n := range strings.Split(list, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
-		}
+	for _, n := range splitNames(list) {
 		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
 			return nil, fmt.Errorf("%s: %q is not a tenant name: %s", flag, n, strings.Join(errs, "; "))
 		}
@@ -289,6 +285,17 @@ func tenantNames(flag, list string) (map[string]bool, error) {
 		return nil, fmt.Errorf("%s names no tenant", flag)
 	}
 	return names, nil
+}
+
+// splitNames splits a comma-separated list, ignoring blanks.
+func splitNames(list string) []string {
+	var names []string
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // serves is the webhook's filter of tenants (webhook.Handler.Serves); nil
@@ -309,4 +316,10 @@ func (c Config) serves() (func(tenant string) bool, error) {
 		return func(t string) bool { return !names[t] }, nil
 	}
 	return nil, nil
+}
+
+// tenantLists are the names of --tenants and --exclude-tenants, for the
+// policy cache's warm-up; Validate has checked them.
+func (c Config) tenantLists() (only, except []string) {
+	return splitNames(c.Tenants), splitNames(c.ExcludeTenants)
 }

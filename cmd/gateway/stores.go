@@ -64,9 +64,11 @@ func (m *Main) setupTenancy(ctx, bg context.Context) {
 func (m *Main) setupPolicies(bg context.Context) error {
 	m.Policies = policystore.New(m.Pool)
 	var err error
+	only, except := m.Config.tenantLists()
 	m.PolicyCache, err = policystore.NewCache(m.Policies, policystore.CacheConfig{
 		MaxTenants: m.Config.PolicyCacheTenants, MaxBytes: m.cacheBytes,
-		ResyncInterval: m.Config.PolicyResync, Logger: m.Logger, Registry: m.Registry})
+		ResyncInterval: m.Config.PolicyResync, Logger: m.Logger, Registry: m.Registry,
+		Tenants: only, ExcludeTenants: except})
 	if err != nil {
 		return fmt.Errorf("policy cache: %w", err)
 	}

@@ -47,7 +47,11 @@ type CacheConfig struct {
 	// MaxTenants.
 	WarmWindow  time.Duration
 	WarmTenants int
-	Logger      *slog.Logger
+	// Tenants and ExcludeTenants are the names of the tenants the
+	// deployment answers for, or does not (the gateway's --tenants and
+	// --exclude-tenants): warm-up loads no other. Empty: every tenant.
+	Tenants, ExcludeTenants []string
+	Logger                  *slog.Logger
 	// Registry receives the cache's metrics; nil registers none.
 	Registry *prometheus.Registry
 }

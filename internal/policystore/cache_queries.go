@@ -72,13 +72,26 @@ func (s *Store) touchServedAll(ctx context.Context, tenantIDs []int64) error {
 }
 
 // RecentTenantsAll returns up to limit tenants served within the window,
-// most recent first: the ones a starting replica warms up.
-func (s *Store) RecentTenantsAll(ctx context.Context, window time.Duration, limit int) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT tenant_id FROM policy_heads
-		WHERE last_served_at > now() - make_interval(secs => $1)
-		ORDER BY last_served_at DESC LIMIT $2`, window.Seconds(), limit)
+// most recent first: among the tenants named in only when it is not
+// empty, and never those named in except (a deployment that answers for
+// some tenants only; CacheConfig.Tenants).
+func (s *Store) RecentTenantsAll(ctx context.Context, window time.Duration, limit int, only, except []string) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT h.tenant_id FROM policy_heads h JOIN tenants t ON t.id = h.tenant_id
+		WHERE h.last_served_at > now() - make_interval(secs => $1)
+		  AND (cardinality($3::text[]) = 0 OR t.name = ANY($3))
+		  AND NOT (t.name = ANY($4))
+		ORDER BY h.last_served_at DESC LIMIT $2`, window.Seconds(), limit, nonNil(only), nonNil(except))
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// nonNil makes a nil list an empty SQL array rather than NULL, which
+// ANY and cardinality would turn into NULL.
+func nonNil(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
 }

@@ -168,7 +168,7 @@ func (c *Cache) WarmUp(ctx context.Context) error {
 // warm loads the recently served tenants.
 func (c *Cache) warm(ctx context.Context) error {
 	qctx, cancel := context.WithTimeout(ctx, c.cfg.LoadTimeout)
-	tenants, err := c.store.RecentTenantsAll(qctx, c.cfg.WarmWindow, c.cfg.WarmTenants)
+	tenants, err := c.store.RecentTenantsAll(qctx, c.cfg.WarmWindow, c.cfg.WarmTenants, c.cfg.Tenants, c.cfg.ExcludeTenants)
 	cancel()
 	if err != nil {
 		c.contactFailed(err)

@@ -343,7 +343,7 @@ func TestWarmUpLoadsRecentlyServedTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 0, "the served tenant to be recorded", func() bool {
-		ids, err := first.store.RecentTenantsAll(ctx, time.Hour, 10)
+		ids, err := first.store.RecentTenantsAll(ctx, time.Hour, 10, nil, nil)
 		return err == nil && len(ids) == 1 && ids[0] == served
 	})
 	second := startReplica(t, url, CacheConfig{}, false)
@@ -355,6 +355,26 @@ func TestWarmUpLoadsRecentlyServedTenants(t *testing.T) {
 	}
 	if n := counter(t, second.reg, "portcullis_policy_cache_hits_total"); n != 0 {
 		t.Fatalf("hits = %v before any request", n)
+	}
+
+	// A deployment that answers for some tenants only warms up no other.
+	var servedName string
+	if err := first.store.pool.QueryRow(ctx, `SELECT name FROM tenants WHERE id = $1`, served).Scan(&servedName); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cfg  CacheConfig
+		warm bool
+	}{
+		{CacheConfig{Tenants: []string{servedName}}, true},
+		{CacheConfig{Tenants: []string{"another-tenant"}}, false},
+		{CacheConfig{ExcludeTenants: []string{servedName}}, false},
+		{CacheConfig{ExcludeTenants: []string{"another-tenant"}}, true},
+	} {
+		r := startReplica(t, url, tc.cfg, false)
+		if _, ok := r.cache.lru.Peek(served); ok != tc.warm {
+			t.Errorf("tenants %v, excluded %v: served tenant warmed up %v, want %v", tc.cfg.Tenants, tc.cfg.ExcludeTenants, ok, tc.warm)
+		}
 	}
 }
 
