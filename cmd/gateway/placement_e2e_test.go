@@ -90,11 +90,19 @@ func TestTenantOnReplicasOfItsOwnEndToEnd(t *testing.T) {
 	for _, tc := range []struct {
 		e            *e2e
 		path, tenant string
-	}{{shared, "/t/acme/validate", "acme"}, {own, "/t/beta/validate", "beta"}, {own, "/t/beta/mutate", "beta"}} {
+	}{{shared, "/t/acme/validate", "acme"}, {shared, "/t/ac%6De/validate", "acme"}, {own, "/t/beta/validate", "beta"}, {own, "/t/beta/mutate", "beta"}} {
 		code, out := tc.e.post(tc.e.client, tc.path, "", "application/json", podReview("admission.k8s.io/v1", "x", "default", goodPod, false))
 		if code != http.StatusMisdirectedRequest || !strings.Contains(string(out), `tenant \"`+tc.tenant+`\"`) {
 			t.Fatalf("%s: %d %s", tc.path, code, out)
 		}
+	}
+
+	// The exclusion is on the name the credential must match exactly: a
+	// spelling that escapes it names another tenant, which acme's token
+	// is not for.
+	if code, out := shared.post(shared.client, "/t/ACME/validate", own.token, "application/json",
+		podReview("admission.k8s.io/v1", "y", "default", goodPod, false)); code != http.StatusForbidden && code != http.StatusUnauthorized {
+		t.Fatalf("acme's token under another spelling on the shared deployment: %d %s", code, out)
 	}
 
 	// acme's policy deleted through the shared deployment's store: its
