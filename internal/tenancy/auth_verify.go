@@ -43,11 +43,17 @@ func unauthenticated(reason string) *fault.Error {
 // same whether or not the path's tenant exists; its Reason says why, for
 // logs and metrics only (fault.Status never sends it).
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
-	tenant := r.PathValue("tenant")
-	if tenant == "" {
-		tenant = pathTenant(r.URL.Path)
+	return a.AuthenticateTenant(r, PathTenant(r))
+}
+
+// PathTenant is the tenant a webhook request names: r.PathValue("tenant")
+// when the router set it, else the segment after "/t/" in r.URL.Path;
+// empty when there is none.
+func PathTenant(r *http.Request) string {
+	if t := r.PathValue("tenant"); t != "" {
+		return t
 	}
-	return a.AuthenticateTenant(r, tenant)
+	return pathTenant(r.URL.Path)
 }
 
 // pathTenant returns the {tenant} of /t/{tenant}/...

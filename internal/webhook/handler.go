@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -165,12 +164,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.Errorf(fault.MethodNotAllowed, "method %s not allowed: send the AdmissionReview with POST", r.Method))
 		return
 	}
-	if h.Serves != nil && !h.Serves(tenantOf(r)) {
+	if h.Serves != nil && !h.Serves(tenancy.PathTenant(r)) {
 		// Before authentication: misdirected traffic costs no password
 		// hash, and the answer is the same whether the tenant exists.
-		h.Metrics.misdirected.Inc()
-		writeError(w, fault.Errorf(fault.Misdirected,
-			"this gateway deployment does not answer for tenant %q (--tenants, --exclude-tenants): point the webhook at the deployment that does; the webhook's failurePolicy applies", tenantOf(r)))
+		h.misdirected(w, r)
 		return
 	}
 	_, step := h.startStep(spanCtx, "authenticate")
@@ -339,6 +336,15 @@ func (h *Handler) limit(ctx context.Context, tenantID int64) (release func(), _ 
 	return release, []evaluator.ValidateOption{evaluator.WithCostLimit(c)}, nil
 }
 
+// misdirected answers a request for a tenant this deployment does not
+// answer for: 421, so that the apiserver's failurePolicy decides.
+func (h *Handler) misdirected(w http.ResponseWriter, r *http.Request) {
+	h.Metrics.misdirected.Inc()
+	writeError(w, fault.Errorf(fault.Misdirected,
+		"this gateway deployment does not answer for tenant %q (--tenants, --exclude-tenants): point the webhook at the deployment that does; the webhook's failurePolicy applies",
+		tenancy.PathTenant(r)))
+}
+
 // refuse answers a request over a tenant limit: 429 with Retry-After, so
 // that the apiserver's failurePolicy for the webhook decides.
 func (h *Handler) refuse(w http.ResponseWriter, d *decisions.Decision, limit string, wait time.Duration, err error) {
@@ -456,16 +462,3 @@ func writeStatus(w http.ResponseWriter, st metav1.Status) {
 
 // newID is a UUIDv7: time-ordered, so decision ids index well.
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
-
-// tenantOf is the {tenant} of the request's path (/t/{tenant}/...).
-func tenantOf(r *http.Request) string {
-	if t := r.PathValue("tenant"); t != "" {
-		return t
-	}
-	rest, ok := strings.CutPrefix(r.URL.Path, "/t/")
-	if !ok {
-		return ""
-	}
-	t, _, _ := strings.Cut(rest, "/")
-	return t
-}
