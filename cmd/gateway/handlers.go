@@ -74,6 +74,10 @@ func (m *Main) setupAdminAPI() error {
 	if webhookURL == "" {
 		webhookURL = m.WebhookURL()
 	}
+	serves, err := m.Config.serves()
+	if err != nil {
+		return err
+	}
 	m.AdminAPI = &api.Server{
 		Tokens:            adminauth.NewStore(m.Pool),
 		Tenancy:           m.Tenancy,
@@ -83,6 +87,7 @@ func (m *Main) setupAdminAPI() error {
 		Decisions:         m.Decisions,
 		Logger:            m.Logger,
 		WebhookURL:        webhookURL,
+		Serves:            serves,
 		CABundle:          func() ([]byte, error) { return readCABundle(caFile) },
 		MaxBodyBytes:      m.Config.MaxRequestBytes,
 		Limits:            m.LimitStore,

@@ -24,7 +24,7 @@ func (s *Server) getArtifacts(c *call) error {
 	if _, err := s.cluster(c); err != nil {
 		return err
 	}
-	u, err := s.webhookURL("webhookURL", c.query("webhookURL"))
+	u, err := s.webhookURL(c, "webhookURL", c.query("webhookURL"))
 	if err != nil {
 		return err
 	}
@@ -115,8 +115,12 @@ func urlWebhooks(opts artifacts.WebhookOptions, secret string) ([]byte, error) {
 	return hooks, nil
 }
 
-// webhookURL checks the webhook URL a caller gave, or picks the server's.
-func (s *Server) webhookURL(field, u string) (string, error) {
+// webhookURL checks the webhook URL a caller gave, or picks the server's
+// when this deployment answers for the call's tenant.
+func (s *Server) webhookURL(c *call, field, u string) (string, error) {
+	if u == "" && s.Serves != nil && !s.Serves(c.tenant.Name) {
+		return "", fault.InvalidField(field, "is required: this gateway deployment does not answer for tenant %q (--tenants, --exclude-tenants), so its own webhook address would be refused; give the address of the deployment that does", c.tenant.Name)
+	}
 	if u == "" {
 		u = s.WebhookURL
 	}

@@ -143,7 +143,7 @@ func (s *Server) credentialRequest(c *call, prefix string, in apiv1.CredentialCr
 	if req.opts.ExpiresAt, err = expiresIn(prefix+"expiresIn", in.ExpiresIn); err != nil {
 		return req, err
 	}
-	if req.webhookURL, err = s.webhookURL(prefix+"webhookURL", in.WebhookURL); err != nil {
+	if req.webhookURL, err = s.webhookURL(c, prefix+"webhookURL", in.WebhookURL); err != nil {
 		return req, err
 	}
 	req.artifacts, req.hooks, err = s.artifactsFor(c, req.webhookURL, req.typ)
@@ -278,7 +278,7 @@ func (s *Server) rotateCredential(c *call) error {
 	if err != nil {
 		return err
 	}
-	u, err := s.webhookURL("webhookURL", in.WebhookURL)
+	u, err := s.webhookURL(c, "webhookURL", in.WebhookURL)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,11 @@ type Server struct {
 	// without a restart.
 	WebhookURL string
 	CABundle   func() ([]byte, error)
+	// Serves says whether this deployment's webhook answers for a tenant
+	// (the gateway's --tenants, --exclude-tenants); nil for every tenant.
+	// Artifacts for a tenant it does not answer for need the address of
+	// the deployment that does: WebhookURL would be refused.
+	Serves func(tenant string) bool
 	// Tracer, when set, makes a server span of every call; Propagator
 	// joins it to the caller's traceparent.
 	Tracer     trace.Tracer
