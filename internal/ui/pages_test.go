@@ -246,6 +246,16 @@ func TestOperatorWalk(t *testing.T) {
 	if _, page = b.get("/ui/t/a/decisions?operation=CREATE&resource=pods&user=mallory&verdict=denied"); !strings.Contains(page, "mallory") {
 		t.Error("the filters leave out a decision that matches them all")
 	}
+	// Both pages keep the filters they were given in their one shared form.
+	for _, u := range []string{"/ui/t/a/decisions?kind=Pod&operation=CREATE&verdict=denied", "/ui/decisions?kind=Pod&operation=CREATE&verdict=denied"} {
+		_, form := b.get(u)
+		for _, want := range []string{`<option value="denied" selected>`, `<option value="CREATE" selected>`, `name="kind" value="Pod"`,
+			`id="f-cluster"`, `id="f-namespace"`, `id="f-policy"`, `id="f-user"`, `id="f-resource"`} {
+			if !strings.Contains(form, want) {
+				t.Errorf("%s: the filter form lacks %s", u, want)
+			}
+		}
+	}
 	link := regexp.MustCompile(`href="(/ui/t/a/decisions/` + d + `\?at=[^"]+)"`).FindStringSubmatch(page)
 	if _, page = b.get("/ui/t/a/decisions?range=1h"); link == nil {
 		link = regexp.MustCompile(`href="(/ui/t/a/decisions/` + d + `\?at=[^"]+)"`).FindStringSubmatch(page)

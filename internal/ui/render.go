@@ -96,7 +96,7 @@ func loadPages() (*pages, error) {
 		},
 		"withQuery": func(path, query string) string { return path + "?" + query },
 	}
-	base, err := template.New("").Funcs(funcs).ParseFS(web.FS, "templates/layout.html")
+	base, err := template.New("").Funcs(funcs).ParseFS(web.FS, "templates/layout.html", "templates/partials.html")
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func loadPages() (*pages, error) {
 	}
 	for _, n := range names {
 		name := strings.TrimSuffix(path.Base(n), ".html")
-		if name == "layout" {
+		if name == "layout" || name == "partials" {
 			continue
 		}
 		set, err := template.Must(base.Clone()).ParseFS(web.FS, n)
