@@ -3,20 +3,25 @@ package cli
 import (
 	"errors"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 )
+
+// apiAnswer is an error answer of the API as the client returns it.
+func apiAnswer(code int, reason, msg string, causes ...metav1.StatusCause) *statusError {
+	st := metav1.Status{Reason: metav1.StatusReason(reason), Message: msg}
+	if len(causes) > 0 {
+		st.Details = &metav1.StatusDetails{Causes: causes}
+	}
+	return &statusError{api: apiclient.NewError(code, st)}
+}
 
 func TestNamingFlags(t *testing.T) {
 	flags := map[string]string{"labels": "--labels", "webhookURL": "--webhook-url"}
-	withCauses := func(msg string, causes ...Cause) *statusError {
-		se := &statusError{Code: 422, Status: Status{Message: msg, Reason: "Invalid"}}
-		if len(causes) > 0 {
-			se.Status.Details = &struct {
-				Name   string  `json:"name,omitempty"`
-				Kind   string  `json:"kind,omitempty"`
-				Causes []Cause `json:"causes,omitempty"`
-			}{Causes: causes}
-		}
-		return se
+	withCauses := func(msg string, causes ...metav1.StatusCause) *statusError {
+		return apiAnswer(422, "Invalid", msg, causes...)
 	}
 	cases := []struct {
 		name string
@@ -25,7 +30,7 @@ func TestNamingFlags(t *testing.T) {
 	}{
 		{"the message's field", withCauses("webhookURL: the scheme must be https"),
 			"--webhook-url: the scheme must be https (Invalid, HTTP 422)"},
-		{"a cause's field", withCauses("Cluster \"x\" is invalid", Cause{Field: "labels", Message: "bad key"}, Cause{Field: "name", Message: "too long"}),
+		{"a cause's field", withCauses("Cluster \"x\" is invalid", metav1.StatusCause{Field: "labels", Message: "bad key"}, metav1.StatusCause{Field: "name", Message: "too long"}),
 			"Cluster \"x\" is invalid (Invalid, HTTP 422)\n  --labels: bad key\n  name: too long"},
 		{"a field inside the text", withCauses("the labels: are kept"), "the labels: are kept (Invalid, HTTP 422)"},
 		{"a longer field with the same start", withCauses("labelsSelector: bad"), "labelsSelector: bad (Invalid, HTTP 422)"},
