@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
@@ -43,8 +44,8 @@ func cmdApply(e *env, args []string) error {
 		q.Set("dryRun", "true")
 	}
 	// One request for every file: an apply is all or nothing.
-	raw, err := cl.do(e, request{method: http.MethodPost, path: apiPath("tenants", *tenant, "apply"), query: q,
-		body: applyBody(docs), contentType: "application/json"})
+	raw, err := cl.do(e, apiclient.Request{Method: http.MethodPost, Path: apiPath("tenants", *tenant, "apply"), Query: q,
+		Body: applyBody(docs), ContentType: "application/json"})
 	if err != nil {
 		return nameDocuments(err, docs, "documents")
 	}

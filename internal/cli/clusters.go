@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
@@ -139,7 +140,7 @@ func cmdClusterDelete(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cl.do(e, request{method: http.MethodDelete, path: apiPath("tenants", *tenant, "clusters", pos[0])}); err != nil {
+	if _, err := cl.do(e, apiclient.Request{Method: http.MethodDelete, Path: apiPath("tenants", *tenant, "clusters", pos[0])}); err != nil {
 		return err
 	}
 	e.printf("cluster %q deleted from tenant %q\n", pos[0], *tenant)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestDocuments(t *testing.T) {
@@ -42,31 +44,27 @@ func TestDocuments(t *testing.T) {
 	}
 
 	// The server's documents[i] becomes the file and document.
-	se := &statusError{Code: 422, Status: Status{Reason: "Invalid", Message: "documents[2].spec.policyName: Required value"}}
-	se.Status.Details = &struct {
-		Name   string  `json:"name,omitempty"`
-		Kind   string  `json:"kind,omitempty"`
-		Causes []Cause `json:"causes,omitempty"`
-	}{Causes: []Cause{{Field: "documents[2].spec.policyName", Message: "Required value"}}}
+	se := apiAnswer(422, "Invalid", "documents[2].spec.policyName: Required value",
+		metav1.StatusCause{Field: "documents[2].spec.policyName", Message: "Required value"})
 	err = nameDocuments(se, docs, "documents")
 	wantErr := filepath.Join(dir, "b.yaml") + ", document 3, field spec.policyName: Required value (Invalid, HTTP 422)"
 	if err.Error() != wantErr {
 		t.Fatalf("error %q\nwant  %q", err, wantErr)
 	}
-	se.Status.Message = `1 of the 3 documents is invalid; nothing was written: ConfigMap "two" documents[2].spec.policyName: Required value`
+	se.api.Status.Message = `1 of the 3 documents is invalid; nothing was written: ConfigMap "two" documents[2].spec.policyName: Required value`
 	wantErr = "1 of the 3 documents is invalid; nothing was written (Invalid, HTTP 422)\n  " + filepath.Join(dir, "b.yaml") + ", document 3, field spec.policyName: Required value"
 	if err.Error() != wantErr {
 		t.Fatalf("error %q\nwant  %q", err, wantErr)
 	}
-	se.Status.Message = "2 documents are invalid"
-	se.Status.Details.Causes = append(se.Status.Details.Causes, Cause{Field: "documents[0]", Message: "unknown kind"})
+	se.api.Status.Message = "2 documents are invalid"
+	se.api.Status.Details.Causes = append(se.api.Status.Details.Causes, metav1.StatusCause{Field: "documents[0]", Message: "unknown kind"})
 	wantErr = "2 documents are invalid (Invalid, HTTP 422)\n  " + filepath.Join(dir, "b.yaml") + ", document 3, field spec.policyName: Required value\n  " +
 		filepath.Join(dir, "a.json") + ", document 1, items[0]: unknown kind"
 	if err.Error() != wantErr {
 		t.Fatalf("error %q\nwant  %q", err, wantErr)
 	}
 	// admin test --with: the server names the candidates objects[i].
-	se = &statusError{Code: 422, Status: Status{Reason: "Invalid", Message: "objects[1].spec.validations[0].expression: compilation failed"}}
+	se = apiAnswer(422, "Invalid", "objects[1].spec.validations[0].expression: compilation failed")
 	wantErr = filepath.Join(dir, "b.yaml") + ", document 2, field spec.validations[0].expression: compilation failed (Invalid, HTTP 422)"
 	if err := nameDocuments(se, docs, "objects"); err.Error() != wantErr {
 		t.Fatalf("error %q\nwant  %q", err, wantErr)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 )
 
 // inventoryImport is one kind of a cluster's inventory that `admin ...
@@ -41,8 +43,8 @@ func (e *env) importInventory(args []string, k inventoryImport) error {
 	if err != nil {
 		return err
 	}
-	raw, err := cl.do(e, request{method: http.MethodPut, path: apiPath("tenants", *tenant, "clusters", *cluster, k.resource),
-		body: body, contentType: contentType(body)})
+	raw, err := cl.do(e, apiclient.Request{Method: http.MethodPut, Path: apiPath("tenants", *tenant, "clusters", *cluster, k.resource),
+		Body: body, ContentType: contentType(body)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", displayName(*file), err)
 	}

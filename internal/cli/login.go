@@ -127,7 +127,7 @@ func cmdWhoAmI(e *env, args []string) error {
 		return err
 	}
 	return e.emit(c, raw, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "%s at %s\n", describeWho(who), cl.base)
+		_, err := fmt.Fprintf(w, "%s at %s\n", describeWho(who), cl.api.Base)
 		return err
 	})
 }

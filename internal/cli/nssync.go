@@ -14,6 +14,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
@@ -145,8 +146,8 @@ func (s *nsSync) pushCRDs(ctx context.Context, items []any) (int, error) {
 	}
 	e := *s.e
 	e.ctx = ctx
-	raw, err := s.api.do(&e, request{method: http.MethodPut, path: apiPath("tenants", s.tenant, "clusters", s.cluster, "crds"),
-		body: body, contentType: "application/json"})
+	raw, err := s.api.do(&e, apiclient.Request{Method: http.MethodPut, Path: apiPath("tenants", s.tenant, "clusters", s.cluster, "crds"),
+		Body: body, ContentType: "application/json"})
 	if err != nil {
 		return 0, fmt.Errorf("pushing CRDs: %w", err)
 	}

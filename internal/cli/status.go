@@ -5,56 +5,32 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 )
 
-// Status is the error body of every API error (a Kubernetes Status).
-type Status struct {
-	Kind    string `json:"kind"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
-	Reason  string `json:"reason"`
-	Code    int    `json:"code"`
-	Details *struct {
-		Name   string  `json:"name,omitempty"`
-		Kind   string  `json:"kind,omitempty"`
-		Causes []Cause `json:"causes,omitempty"`
-	} `json:"details,omitempty"`
-}
-
-// Cause is one field error of a Status.
-type Cause struct {
-	Type    string `json:"reason,omitempty"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
-// statusError is an error answer of the API.
+// statusError is an error answer of the API as the CLI prints it: the
+// message, the reason and the HTTP status, then each cause on a line.
 type statusError struct {
-	Code   int
-	Status Status
+	api *apiclient.Error
 	// where rewrites a cause's field for the reader (apply maps
 	// documents[i] back to files); nil keeps it.
 	where func(field string) string
 }
 
-func (e *statusError) causes() []Cause {
-	if e.Status.Details == nil {
-		return nil
-	}
-	return e.Status.Details.Causes
-}
+func (e *statusError) Unwrap() error { return e.api }
 
 func (e *statusError) Error() string {
 	where := e.where
 	if where == nil {
 		where = func(s string) string { return s }
 	}
-	reason := e.Status.Reason
+	reason := string(e.api.Status.Reason)
 	if reason == "" {
-		reason = http.StatusText(e.Code)
+		reason = http.StatusText(e.api.HTTPStatus)
 	}
-	msg := e.Status.Message
-	causes := e.causes()
+	msg := e.api.Status.Message
+	causes := e.api.Causes()
 	// A one-cause Status repeats the cause as its message: say it once.
 	if len(causes) == 1 && causes[0].Field != "" && msg == causes[0].Field+": "+causes[0].Message {
 		causes = nil
@@ -73,7 +49,7 @@ func (e *statusError) Error() string {
 		break
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s, HTTP %d)", where(msg), reason, e.Code)
+	fmt.Fprintf(&b, "%s (%s, HTTP %d)", where(msg), reason, e.api.HTTPStatus)
 	for _, c := range causes {
 		b.WriteString("\n  ")
 		if c.Field != "" {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
@@ -68,7 +69,7 @@ func cmdTenantDelete(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cl.do(e, request{method: http.MethodDelete, path: apiPath("tenants", pos[0])}); err != nil {
+	if _, err := cl.do(e, apiclient.Request{Method: http.MethodDelete, Path: apiPath("tenants", pos[0])}); err != nil {
 		return err
 	}
 	e.printf("tenant %q deleted\n", pos[0])

@@ -193,3 +193,40 @@ func newStatus(code int, reason metav1.StatusReason, msg string) metav1.Status {
 		Message:  msg,
 	}
 }
+
+// FromStatus is the inverse of Status: the *Error that a client reads from
+// a Status the admin API or the webhook sent. The code is the one whose
+// reason the Status names, else the one of its HTTP status (409 without a
+// known reason is Conflict); a status no code has becomes BadRequest below
+// 500 and Internal from 500 on.
+func FromStatus(st metav1.Status) *Error {
+	e := &Error{Code: codeOf(int(st.Code), st.Reason), Message: st.Message}
+	if d := st.Details; d != nil {
+		e.Group, e.Kind, e.Name, e.Causes = d.Group, d.Kind, d.Name, d.Causes
+	}
+	return e
+}
+
+func codeOf(status int, reason metav1.StatusReason) Code {
+	var byStatus Code
+	for c, v := range codes {
+		if v.status != status {
+			continue
+		}
+		if v.reason == reason {
+			return c
+		}
+		// AlreadyExists and Conflict share 409: a 409 of no known reason
+		// is a stale view, as kube-apiserver's clients read it.
+		if byStatus == "" || c == Conflict {
+			byStatus = c
+		}
+	}
+	switch {
+	case byStatus != "":
+		return byStatus
+	case status >= 400 && status < 500:
+		return BadRequest
+	}
+	return Internal
+}

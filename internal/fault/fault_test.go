@@ -86,3 +86,41 @@ func TestErrorCodeAndReason(t *testing.T) {
 		t.Error("Wrap loses the cause")
 	}
 }
+
+// FromStatus reads back, for every code, what Status sent: the code, the
+// message, the causes and the object.
+func TestFromStatusRoundTrip(t *testing.T) {
+	for c := range codes {
+		t.Run(string(c), func(t *testing.T) {
+			sent := &Error{Code: c, Message: "m", Group: "g", Kind: "K", Name: "n",
+				Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.x", Message: "bad"}}}
+			got := FromStatus(Status(sent))
+			if got.Code != c || got.Message != "m" || got.Group != "g" || got.Kind != "K" || got.Name != "n" ||
+				len(got.Causes) != 1 || got.Causes[0] != sent.Causes[0] {
+				t.Errorf("FromStatus(Status(%+v)) = %+v", sent, got)
+			}
+		})
+	}
+}
+
+func TestFromStatusForeign(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		code   int32
+		reason metav1.StatusReason
+		want   Code
+	}{
+		{"409 of no reason is a stale view", 409, "", Conflict},
+		{"409 AlreadyExists", 409, metav1.StatusReasonAlreadyExists, AlreadyExists},
+		{"known status, unknown reason", 404, "Gone", NotFound},
+		{"a proxy's 4xx", 418, "", BadRequest},
+		{"a proxy's 502", 502, "", Internal},
+		{"canceled", 499, "Canceled", BadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FromStatus(metav1.Status{Code: tc.code, Reason: tc.reason, Message: "m"}); got.Code != tc.want || got.Message != "m" {
+				t.Errorf("FromStatus(%d %s) = %s %q, want %s", tc.code, tc.reason, got.Code, got.Message, tc.want)
+			}
+		})
+	}
+}

@@ -1,131 +1,48 @@
 package ui
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
-	"strings"
 
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
-// apiError is an error answer of the admin API: its Status, with the
-// causes that name fields.
-type apiError struct {
-	Code    int
-	Message string
-	Reason  string
-	Causes  []cause
-}
-
-type cause struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-	Reason  string `json:"reason"`
-}
-
-func (e *apiError) Error() string { return e.Message }
-
-// buffer is the ResponseWriter of an in-process API call.
-type buffer struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (b *buffer) Header() http.Header { return b.header }
-func (b *buffer) Write(p []byte) (int, error) {
-	if b.code == 0 {
-		b.code = http.StatusOK
-	}
-	return b.body.Write(p)
-}
-func (b *buffer) WriteHeader(code int) {
-	if b.code == 0 {
-		b.code = code
-	}
-}
-
 // p joins escaped path segments under /api/v1.
-func p(segments ...string) string {
-	var sb strings.Builder
-	sb.WriteString("/api/v1")
-	for _, s := range segments {
-		sb.WriteByte('/')
-		sb.WriteString(url.PathEscape(s))
-	}
-	return sb.String()
-}
+func p(segments ...string) string { return apiclient.Path(segments...) }
 
-// call runs one admin API request in-process as token (or as the token
-// that ctx names, uisession.WithToken), and decodes a
-// success answer into out (unless nil). body is sent as JSON unless it is
-// a []byte, which is sent as YAML.
+// call runs one admin API request in-process (apiclient.InProcess) as
+// token, or as the token that ctx names (uisession.WithToken), and decodes
+// a success answer into out (unless nil; a *[]byte gets the answer as
+// sent). body is sent as JSON unless it is a []byte, which is sent as
+// YAML. An error answer is an *apiclient.Error, which unwraps to the
+// *fault.Error that the pages show (fail).
 func (s *Server) call(ctx context.Context, token, method, path string, q url.Values, body, out any) error {
-	var rd *bytes.Reader
-	ctype := ""
+	req := apiclient.Request{Method: method, Path: path, Query: q}
 	switch b := body.(type) {
 	case nil:
-		rd = bytes.NewReader(nil)
 	case []byte:
-		rd, ctype = bytes.NewReader(b), "application/yaml"
+		req.Body, req.ContentType = b, "application/yaml"
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
 			return err
 		}
-		rd, ctype = bytes.NewReader(j), "application/json"
+		req.Body = j
 	}
-	target := path
-	if len(q) > 0 {
-		target += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
-	if err != nil {
+	c := &apiclient.Client{Token: token, HTTP: apiclient.InProcess(s.API)}
+	res, err := c.Do(ctx, req)
+	if err != nil || out == nil || len(res) == 0 {
 		return err
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	req.RemoteAddr = "ui"
-	res := &buffer{header: http.Header{}}
-	s.API.ServeHTTP(res, req)
-	if res.code == 0 {
-		res.code = http.StatusOK
-	}
-	if res.code >= 300 {
-		var st struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-			Reason  string `json:"reason"`
-			Details *struct {
-				Causes []cause `json:"causes"`
-			} `json:"details"`
-		}
-		if err := json.Unmarshal(res.body.Bytes(), &st); err != nil || st.Message == "" {
-			return &apiError{Code: res.code, Message: fmt.Sprintf("the admin API answered %d", res.code)}
-		}
-		e := &apiError{Code: res.code, Message: st.Message, Reason: st.Reason}
-		if st.Details != nil {
-			e.Causes = st.Details.Causes
-		}
-		return e
-	}
-	if out == nil || res.code == http.StatusNoContent {
-		return nil
-	}
 	if raw, ok := out.(*[]byte); ok {
-		*raw = res.body.Bytes()
+		*raw = res
 		return nil
 	}
-	if err := json.Unmarshal(res.body.Bytes(), out); err != nil {
-		return fmt.Errorf("decode %s %s: %w", method, path, err)
+	if err := json.Unmarshal(res, out); err != nil {
+		return fmt.Errorf("the server's answer to %s %s: %w", method, path, err)
 	}
 	return nil
 }

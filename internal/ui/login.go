@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
@@ -22,7 +23,7 @@ func (s *Server) loginPage(r *request) error {
 
 // renderLogin shows the sign-in form with a fresh CSRF token in its
 // double-submit cookie.
-func (s *Server) renderLogin(r *request, code int, e *apiError) error {
+func (s *Server) renderLogin(r *request, code int, e *fault.Error) error {
 	token := randomString()
 	setCookie(r.w, loginCSRFCookie, token, time.Hour)
 	v := r.view("Sign in", "", nil)
@@ -35,16 +36,15 @@ func (s *Server) login(r *request) error {
 	if wait := s.throttle.wait(addr); wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
 		r.w.Header().Set("Retry-After", fmt.Sprint(secs))
-		return s.renderLogin(r, http.StatusTooManyRequests, &apiError{Code: http.StatusTooManyRequests,
+		return s.renderLogin(r, http.StatusTooManyRequests, &fault.Error{Code: fault.TooManyRequests,
 			Message: fmt.Sprintf("Too many failed sign-ins from your address. Wait %d seconds, then try again.", secs)})
 	}
 	token := strings.TrimSpace(r.r.PostFormValue("token"))
 	var who whoAmI
 	err := s.call(r.r.Context(), token, "GET", p("whoami"), nil, nil, &who)
-	var e *apiError
-	if errors.As(err, &e) && e.Code == http.StatusUnauthorized || token == "" {
+	if fault.ErrorCode(err) == fault.Unauthenticated || token == "" {
 		s.throttle.fail(addr)
-		return s.renderLogin(r, http.StatusUnauthorized, &apiError{Code: http.StatusUnauthorized,
+		return s.renderLogin(r, http.StatusUnauthorized, &fault.Error{Code: fault.Unauthenticated,
 			Message: "Sign-in failed: that token is not valid. It may be mistyped, expired or revoked."})
 	}
 	if err != nil {
@@ -54,12 +54,12 @@ func (s *Server) login(r *request) error {
 	sess, err := s.sessions.create(r.r.Context(), who)
 	if errors.Is(err, uisession.ErrNotFound) {
 		// Revoked or expired since whoami answered.
-		return s.renderLogin(r, http.StatusUnauthorized, &apiError{Code: http.StatusUnauthorized,
+		return s.renderLogin(r, http.StatusUnauthorized, &fault.Error{Code: fault.Unauthenticated,
 			Message: "Sign-in failed: that token is not valid. It may be mistyped, expired or revoked."})
 	}
 	if err != nil {
 		s.Logger.Error("UI session not created", "error", err)
-		return &apiError{Code: http.StatusServiceUnavailable, Message: "the session cannot be stored: the database is unavailable; try again shortly"}
+		return &fault.Error{Code: fault.Unavailable, Message: "the session cannot be stored: the database is unavailable; try again shortly"}
 	}
 	setCookie(r.w, sessionCookie, sess.id, sess.expires.Sub(s.Now()))
 	setCookie(r.w, loginCSRFCookie, "", 0)

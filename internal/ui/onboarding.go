@@ -1,13 +1,16 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/portcullis-dev/portcullis/internal/apiclient"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // issued is the one answer that holds a new credential's secret. It stays
@@ -54,7 +57,7 @@ func (s *Server) createCluster(r *request) error {
 		if v.Error == nil {
 			return err
 		}
-		return r.s.pages.render(r.w, v.Error.Code, "cluster_new", "layout", v)
+		return r.s.pages.render(r.w, v.Error.Code.HTTPStatus(), "cluster_new", "layout", v)
 	}
 	if out.Credential == nil {
 		return fmt.Errorf("cluster created without a credential")
@@ -159,9 +162,13 @@ func (s *Server) rotateCredential(r *request) error {
 	return s.showIssued(r, t, cluster, out)
 }
 
-func asAPIError(err error) *apiError {
-	if e, ok := err.(*apiError); ok && e.Code < http.StatusInternalServerError && e.Code != http.StatusUnauthorized {
-		return e
+// asAPIError is the API's refusal of a request that the page shows in
+// place (a bad field, a name taken): a 4xx other than 401, which ends the
+// session instead; nil for anything else.
+func asAPIError(err error) *fault.Error {
+	var ae *apiclient.Error
+	if errors.As(err, &ae) && ae.Fault().Code.HTTPStatus() < http.StatusInternalServerError && ae.Fault().Code != fault.Unauthenticated {
+		return ae.Fault()
 	}
 	return nil
 }

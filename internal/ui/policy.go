@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // editorPage is the data of a policy page: the editor, the result of the
@@ -28,7 +29,7 @@ type check struct {
 	Valid   bool
 	DryRun  bool
 	Results []apiv1.ApplyItem
-	Error   *apiError
+	Error   *fault.Error
 	Errors  []fieldError
 }
 
@@ -112,7 +113,12 @@ func (s *Server) checkText(r *request, text string, dryRun bool) (*check, error)
 	// Refusals of the text are shown at the editor; any other error (not
 	// found, forbidden) is the page's.
 	e := asAPIError(err)
-	if e == nil || e.Code != http.StatusBadRequest && e.Code != http.StatusConflict && e.Code != http.StatusUnprocessableEntity {
+	if e == nil {
+		return nil, err
+	}
+	switch e.Code {
+	case fault.BadRequest, fault.AlreadyExists, fault.Conflict, fault.Invalid:
+	default:
 		return nil, err
 	}
 	c := &check{Error: e}

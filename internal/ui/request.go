@@ -2,10 +2,10 @@ package ui
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
@@ -29,7 +29,7 @@ type view struct {
 	// Tenant is the tenant the page is about, for the navigation links.
 	Tenant string
 	Flash  string
-	Error  *apiError
+	Error  *fault.Error
 	Data   any
 }
 
@@ -85,26 +85,29 @@ func (r *request) redirect(to, flash string) error {
 }
 
 func notFound(format string, args ...any) error {
-	return &apiError{Code: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
+	return fault.Errorf(fault.NotFound, format, args...)
 }
 
 func forbidden(msg string) error {
-	return &apiError{Code: http.StatusForbidden, Message: msg}
+	return &fault.Error{Code: fault.Forbidden, Message: msg}
 }
 
 func badRequest(format string, args ...any) error {
-	return &apiError{Code: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
+	return fault.Errorf(fault.BadRequest, format, args...)
 }
 
-// fail renders an error. A token the API no longer accepts (revoked or
-// expired) ends the session.
+// fail renders an error: a *fault.Error (the API's, as the client read
+// it, or the UI's own) with its message and the status of its code;
+// anything else as a 500 that is logged. A token the API no longer
+// accepts (revoked or expired) ends the session.
 func (r *request) fail(err error) {
-	var e *apiError
+	var e *fault.Error
 	if !errors.As(err, &e) {
 		r.s.Logger.Error("UI error", "method", r.r.Method, "path", r.r.URL.Path, "error", err)
-		e = &apiError{Code: http.StatusInternalServerError, Message: "something went wrong on the server; it has been logged"}
+		e = &fault.Error{Code: fault.Internal, Message: "something went wrong on the server; it has been logged"}
 	}
-	if e.Code == http.StatusUnauthorized && r.sess != nil {
+	code := e.Code.HTTPStatus()
+	if e.Code == fault.Unauthenticated && r.sess != nil {
 		if err := r.s.sessions.delete(r.r.Context(), r.sess); err != nil {
 			// The token no longer works, so neither does the session.
 			r.s.Logger.Warn("UI session not deleted", "error", err)
@@ -113,7 +116,7 @@ func (r *request) fail(err error) {
 		r.redirect("/ui/login", "")
 		return
 	}
-	title := http.StatusText(e.Code)
+	title := http.StatusText(code)
 	if title == "" {
 		title = "Error"
 	}
@@ -125,5 +128,5 @@ func (r *request) fail(err error) {
 		_ = r.s.pages.render(r.w, http.StatusOK, "error", "message", v)
 		return
 	}
-	_ = r.s.pages.render(r.w, e.Code, "error", "layout", v)
+	_ = r.s.pages.render(r.w, code, "error", "layout", v)
 }

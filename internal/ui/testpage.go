@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // testForm is the Test page's form and, once run, its result.
@@ -136,13 +137,13 @@ func (s *Server) runTest(r *request) error {
 	v := r.view("Test", "test", form)
 	if strings.TrimSpace(form.Review) == "" || form.Cluster == "" {
 		if f.Get("candidate") == "" {
-			v.Error = &apiError{Code: 400, Message: "Paste or upload an AdmissionReview and choose a cluster."}
+			v.Error = &fault.Error{Code: fault.BadRequest, Message: "Paste or upload an AdmissionReview and choose a cluster."}
 		}
 		return r.page("test", v)
 	}
 	review, err := yaml.YAMLToJSON([]byte(form.Review))
 	if err != nil {
-		v.Error = &apiError{Code: 400, Message: "The AdmissionReview is not valid JSON or YAML: " + err.Error()}
+		v.Error = &fault.Error{Code: fault.BadRequest, Message: "The AdmissionReview is not valid JSON or YAML: " + err.Error()}
 		return r.page("test", v)
 	}
 	in := apiv1.EvaluateRequest{Review: review, Mutate: form.Mutate}

@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
 
@@ -149,7 +150,7 @@ func parseForm(r *http.Request) error {
 	case err == nil, errors.Is(err, http.ErrNotMultipart):
 		return nil
 	case errors.As(err, &tooLarge):
-		return &apiError{Code: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the form is larger than %d MiB", maxFormBytes>>20)}
+		return &fault.Error{Code: fault.TooLarge, Message: fmt.Sprintf("the form is larger than %d MiB", maxFormBytes>>20)}
 	}
 	return badRequest("reading the form: %v", err)
 }
@@ -190,7 +191,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		sess, err := s.sessions.get(r)
 		if err != nil && rt.access == signedIn {
 			s.Logger.Error("UI session lookup", "method", r.Method, "path", r.URL.Path, "error", err)
-			req.fail(&apiError{Code: http.StatusServiceUnavailable, Message: "sessions cannot be checked: the database is unavailable; try again shortly"})
+			req.fail(&fault.Error{Code: fault.Unavailable, Message: "sessions cannot be checked: the database is unavailable; try again shortly"})
 			return
 		}
 		req.sess = sess

@@ -34,6 +34,22 @@ spec:
   validations:
   - expression: "object.metadata.?labels.?bad.orValue('') != 'true'"
     message: "pods labelled bad=true are refused"
+  - expression: "object.metadata.name.size() <= 253"
+    message: "a pod's name has at most 253 characters"
+  - expression: "object.spec.containers.size() <= 20"
+    message: "a pod has at most 20 containers"
+  - expression: "object.spec.containers.all(c, c.image != '')"
+    message: "every container names its image"
+  - expression: "!object.spec.?hostNetwork.orValue(false)"
+    message: "pods do not use the host's network"
+  - expression: "!object.spec.?hostPID.orValue(false)"
+    message: "pods do not share the host's process IDs"
+  - expression: "!object.spec.?hostIPC.orValue(false)"
+    message: "pods do not share the host's IPC"
+  - expression: "object.metadata.namespace != 'kube-system'"
+    message: "pods stay out of kube-system"
+  - expression: "object.spec.?volumes.orValue([]).all(v, !has(v.hostPath))"
+    message: "pods mount no host path"
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
@@ -43,6 +59,8 @@ spec:
   policyName: no-bad
   validationActions: [Deny]
 `;
+// The policy is longer than the editor's height (36rem), so that every
+// page showing it has an editor that scrolls (scrolls() below checks).
 // The deliberate error: the expression does not compile (line 14).
 const broken = policy.replace("orValue('') != 'true'", "orValue('') !=");
 
@@ -96,6 +114,13 @@ async function check(name) {
   if (SHOTS && docShots.has(name)) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: false });
 }
 
+// scrolls asserts that the editor's text is longer than the editor, so
+// that check sees a scrolling editor (axe's scrollable-region-focusable).
+async function scrolls(name) {
+  const s = await page.locator(".cm-scroller").evaluate((el) => ({ h: el.scrollHeight, c: el.clientHeight }));
+  assert.ok(s.h > s.c + 50, `${name}: the policy does not scroll in the editor (${s.h} <= ${s.c} + 50 px)`);
+}
+
 async function download(linkName) {
   const [d] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: linkName }).click()]);
   const path = await d.path();
@@ -124,6 +149,23 @@ function sendReview(token, body) {
     });
     req.on("error", reject);
     req.end(body);
+  });
+}
+
+// issueToken makes a token through the admin API, as the operator.
+function issueToken(body) {
+  const url = new URL(`${UI_URL}/api/v1/tokens`);
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, {
+      method: "POST", ca: readFileSync(CA_FILE),
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${TOKEN}` },
+    }, (res) => {
+      let data = "";
+      res.on("data", (c) => (data += c));
+      res.on("end", () => (res.statusCode === 201 ? resolve(JSON.parse(data).secret) : reject(new Error(`${res.statusCode} ${data}`))));
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
   });
 }
 
@@ -212,6 +254,7 @@ test("the web UI end to end", async (t) => {
     // The editor marks the line too.
     await page.locator(".cm-lint-marker-error").first().waitFor();
     assert.match(await page.locator(".cm-line").filter({ has: page.locator(".cm-lintRange-error") }).first().innerText(), /expression:/);
+    await scrolls("policy-error");
     await check("policy-error");
     // The error's link moves the editor's cursor to the line.
     await page.getByRole("link", { name: "line 14" }).click();
@@ -232,6 +275,7 @@ test("the web UI end to end", async (t) => {
     await page.getByRole("button", { name: "Apply" }).click();
     await page.getByText(/ValidatingAdmissionPolicy no-bad configured, version \d+/).waitFor();
     assert.equal(await page.locator("table").filter({ hasText: "Versions of no-bad" }).locator("tbody tr").count(), 2);
+    await scrolls("policy");
     await check("policy");
 
     await page.getByRole("button", { name: "Compare versions" }).click();
@@ -239,10 +283,15 @@ test("the web UI end to end", async (t) => {
     assert.equal(await page.locator("tr.replace, tr.insert").filter({ hasText: "are refused here" }).count(), 1);
     await check("diff");
     await page.goBack();
+    await page.locator(".cm-content").waitFor();
+    await scrolls("policy-after-diff");
+    await check("policy-after-diff");
     await page.getByRole("button", { name: /^Roll back to / }).click();
     await page.getByText(/rolled back to version \d+/).waitFor();
     assert.equal(await page.locator("table").filter({ hasText: "Versions of no-bad" }).locator("tbody tr").count(), 3);
     assert.doesNotMatch(await page.locator(".cm-content").innerText(), /are refused here/);
+    await scrolls("history");
+    await check("history");
   }));
 
   await t.test("test a review and read the explain trace", diag(async () => {
@@ -403,5 +452,30 @@ test("the web UI with the keyboard only", async (t) => {
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     await page.goto(`${UI_URL}/ui/t/shop/clusters`);
     assert.match(page.url(), /\/ui\/login$/);
+  }));
+
+  // A viewer's editor is read-only; a keyboard user still reaches it and
+  // scrolls through a policy longer than it.
+  await t.test("read a long policy as a viewer", diag(async () => {
+    const viewer = await issueToken({ name: "ui-viewer", role: "viewer", tenant: "shop" });
+    await page.goto(`${UI_URL}/ui/login`);
+    await page.keyboard.type(viewer);
+    await page.keyboard.press("Enter");
+    await page.waitForURL((u) => !u.pathname.endsWith("/login"));
+    await page.goto(`${UI_URL}/ui/t/shop/policies`);
+    await tabTo("no-bad");
+    await page.keyboard.press("Enter");
+    await page.locator(".cm-content").waitFor();
+    assert.equal(await page.locator(".cm-content").getAttribute("aria-readonly"), "true");
+    await scrolls("policy-read-only");
+    await check("policy-read-only");
+    await tabTo("YAML (read-only)");
+    const scroller = page.locator(".cm-scroller");
+    assert.equal(await scroller.evaluate((el) => el.scrollTop), 0);
+    await page.keyboard.press("ControlOrMeta+End");
+    await page.waitForFunction(() => document.querySelector(".cm-scroller").scrollTop > 0);
+    await tabTo("Sign out");
+    await page.keyboard.press("Enter");
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
   }));
 });

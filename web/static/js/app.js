@@ -10,7 +10,16 @@
     root.querySelectorAll("textarea[data-editor]").forEach(function (ta) {
       if (editors.has(ta)) return;
       var label = (document.querySelector('label[for="' + ta.id + '"]') || {}).textContent || "YAML";
-      editors.set(ta, window.PortcullisCM.fromTextarea(ta, label));
+      var view = window.PortcullisCM.fromTextarea(ta, label);
+      // The editor's text is a contenteditable element, in the tab order
+      // even when read-only (EditorState.readOnly keeps it editable), and
+      // the keys that move its cursor scroll the editor. Assistive tools
+      // read the tab order from tabindex, not from contenteditable, and
+      // took a long policy's scrolling region for one no keyboard reaches
+      // (axe: scrollable-region-focusable). tabindex="0" says what the
+      // browser does already: it adds no stop to the tab order.
+      view.contentDOM.setAttribute("tabindex", "0");
+      editors.set(ta, view);
     });
   }
 
