@@ -3,9 +3,13 @@ package evaluator
 import (
 	"sync"
 
+	"github.com/google/cel-go/cel"
+
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator/fastcel"
 )
 
 // The plugin builds a fresh CompositedCompiler for every policy
@@ -37,6 +41,9 @@ type pooledCompiler struct {
 	varTypes []*apiservercel.DeclType
 	names    map[string]struct{}
 	unpooled bool
+	// checkEnvs are fastcel.CheckEnv of the compiler's environments, by
+	// mode, made on first use. They share the "variables" declaration.
+	checkEnvs map[environment.Type]*cel.Env
 }
 
 var compilerPool struct {
@@ -103,4 +110,27 @@ func putCompiler(c *pooledCompiler) {
 func (c *pooledCompiler) compileAndStoreVariable(v plugincel.NamedExpressionAccessor, opts plugincel.OptionalVariableDeclarations, mode environment.Type) plugincel.CompilationResult {
 	c.names[v.GetName()] = struct{}{}
 	return c.CompileAndStoreVariable(v, opts, mode)
+}
+
+// fastProgram compiles an expression for the fast interpreter, checked in
+// the compiler's environment for mode as it is now, with the variables
+// declared before the expression: the interpreter then calls the
+// overloads the checker chose for cel-go's program (fastcel/overloads.go).
+// It is nil when the interpreter declines the expression.
+func (c *pooledCompiler) fastProgram(text string, mode environment.Type) *fastcel.Program {
+	env := c.checkEnvs[mode]
+	if env == nil {
+		base, err := c.Env(mode)
+		if err != nil {
+			return nil
+		}
+		if env, err = fastcel.CheckEnv(base); err != nil {
+			return nil
+		}
+		if c.checkEnvs == nil {
+			c.checkEnvs = map[environment.Type]*cel.Env{}
+		}
+		c.checkEnvs[mode] = env
+	}
+	return fastcel.Compile(env, text)
 }

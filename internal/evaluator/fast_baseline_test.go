@@ -9,6 +9,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator/fastcel"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/cel/environment"
 )
 
 // fastEnvStub serves the fast interpreter a decoded object and the
@@ -32,6 +33,18 @@ func (e *fastEnvStub) Variable(name string) (any, bool) {
 	}
 	v, _, ok := p.Eval(e)
 	return v, ok
+}
+
+// fastProgramForTest compiles an expression for the fast interpreter as a
+// policy without variables does.
+func fastProgramForTest(t testing.TB, text string) *fastcel.Program {
+	t.Helper()
+	c, err := getCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer putCompiler(c)
+	return c.fastProgram(text, environment.StoredExpressions)
 }
 
 // TestBaselineTakesTheFastPath keeps the baseline policy set, the sample

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator/fastcel"
 )
 
 // widgetWithTags is the test Pod, as a custom resource, with n strings
@@ -74,7 +72,7 @@ func TestFastPathBudgetIsDecidedByExactCosts(t *testing.T) {
 		e := "object.spec.tags.all(a, a.matches('^t" + strings.Repeat("(x)?", k) + "'))"
 		traced := compile(e, 1).Validate(context.Background(), req, nil, WithTrace())
 		a := traced.Trace[0].Bindings[0].Validations[0].Cost
-		_, bound, ok := fastcel.Compile(parseEnv, e).Eval(&fastEnvStub{object: req.Object})
+		_, bound, ok := fastProgramForTest(t, e).Eval(&fastEnvStub{object: req.Object})
 		if !ok {
 			t.Fatal("the fast interpreter declined")
 		}

@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -51,5 +52,36 @@ func TestProgramsArePlannedOnFirstUse(t *testing.T) {
 		if p2, _ := ce.program(); p2 != p1 {
 			t.Fatalf("%s: planned twice", ce.text)
 		}
+	}
+}
+
+// A variable redefined under its own name, reading its earlier definition,
+// is checked with the earlier definition's type (a string here), so its
+// deferred program must be planned again with that type too, not with its
+// own (a bool, which has no startsWith). The plugin's answer is the
+// evaluation error of its last definition.
+func TestRedefinedVariableIsPlannedWithTheEarlierDefinition(t *testing.T) {
+	p := policy("redef-p",
+		variable("v0", "'a'"),
+		variable("v0", "has(object.missing) ? variables.v0.startsWith('a') : object.missing == 'x'"),
+		validation("variables.v0"))
+	s := Compile(Objects{
+		Policies: []*admissionregistrationv1.ValidatingAdmissionPolicy{p},
+		Bindings: []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("redef-b", "redef-p")},
+	}, CompileOptions{})
+	if errs := s.CompileErrors(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	ce := &s.policies[0].variables[0].expr
+	if ce.fast == nil || ce.shared == nil || ce.shared.lazy == nil {
+		t.Fatal("want a deferred program for the redefinition")
+	}
+	if _, err := ce.program(); err != nil {
+		t.Fatalf("planning the deferred program: %v", err)
+	}
+	res := s.Validate(context.Background(), podRequest("CREATE"), nil)
+	const want = `composited variable "v0" fails to evaluate: no such key: missing`
+	if res.Allowed || res.Status == nil || !strings.Contains(res.Status.Message, want) {
+		t.Fatalf("got allowed %v, %+v; want a denial with %q", res.Allowed, res.Status, want)
 	}
 }

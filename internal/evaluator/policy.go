@@ -192,12 +192,8 @@ func (c *exprCompiler) compile(kind progKind, acc plugincel.ExpressionAccessor, 
 	text := acc.GetExpression()
 	res, shared := c.fc.compile(kind, acc, vars, c.envType)
 	ce := compiledExpr{field: field, text: text, result: res, shared: shared}
-	switch {
-	case res.Error != nil:
-	case shared != nil:
+	if res.Error == nil && shared != nil {
 		ce.fast = shared.fast
-	default:
-		ce.fast = fastcel.Compile(parseEnv, text)
 	}
 	if res.Error == nil && (strings.Contains(text, "authorizer") || strings.Contains(text, "namespaceObject")) {
 		auth, nsFull := analyse(text)

@@ -116,7 +116,13 @@ func (c *pooledCompiler) varsKey() string {
 // earlier compile.
 func (c *pooledCompiler) compile(kind progKind, acc plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations, mode environment.Type) (plugincel.CompilationResult, *progEntry) {
 	if c.unpooled {
-		return c.compileUncached(kind, acc, opts, mode), nil
+		// Compiled for this policy alone: nothing to share or defer.
+		fast := c.fastProgram(acc.GetExpression(), mode)
+		res := c.compileUncached(kind, acc, opts, mode)
+		if res.Error != nil {
+			return res, nil
+		}
+		return res, &progEntry{program: res.Program, outputType: res.OutputType, fast: fast}
 	}
 	key := progKey{text: acc.GetExpression(), mode: mode, opts: opts, kind: kind, vars: c.varsKey()}
 	progCache.Lock()
@@ -140,12 +146,19 @@ func (c *pooledCompiler) compile(kind progKind, acc plugincel.ExpressionAccessor
 		}
 		return res, e
 	}
+	// Both the fast program and the rebuild of the deferred one see the
+	// variables as the expression is checked with, before compiling it:
+	// compiling a variable declares it (a variable redefined under its
+	// own name that reads its earlier definition must see the earlier
+	// type, not its own).
+	rebuild := c.rebuilder(kind, acc, opts, mode)
+	fast := c.fastProgram(acc.GetExpression(), mode)
 	res := c.compileUncached(kind, acc, opts, mode)
 	e = &progEntry{program: res.Program, outputType: res.OutputType, err: res.Error}
 	if res.Error == nil {
-		e.fast = fastcel.Compile(parseEnv, acc.GetExpression())
+		e.fast = fast
 		if e.fast != nil && res.Program != nil {
-			e.lazy = &lazyProgram{rebuild: c.rebuilder(kind, acc, opts, mode)}
+			e.lazy = &lazyProgram{rebuild: rebuild}
 			e.program, res.Program = nil, nil
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/portcullis-dev/portcullis/internal/evaluator/fastcel"
 )
 
 // typeConfused are expressions whose answer depends on how the object is
@@ -33,7 +31,7 @@ func TestFastPathDeclinesTypeConfusedExpressions(t *testing.T) {
 	compositionEnvTemplate()
 	obj := pod("web", map[string]any{"app": "web"}, "nginx:1.25")
 	for _, tc := range typeConfused {
-		p := fastcel.Compile(parseEnv, tc.expr)
+		p := fastProgramForTest(t, tc.expr)
 		if p == nil {
 			continue // declined when compiled
 		}

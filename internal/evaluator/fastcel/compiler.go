@@ -1,7 +1,9 @@
 package fastcel
 
 import (
+	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/decls"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
@@ -13,6 +15,12 @@ type compiler struct {
 	scope    []string // comprehension variables in scope, innermost last; index = slot
 	maxSlots int
 	loops    bool
+	// env is the environment the expression was checked in, refs the
+	// checked AST's references (the overloads chosen) and funcs env's
+	// functions, read on first need (overloads.go).
+	env   *cel.Env
+	refs  map[int64]*celast.ReferenceInfo
+	funcs map[string]*decls.FunctionDecl
 }
 
 func (c *compiler) lookup(name string) int {
@@ -51,7 +59,7 @@ func (c *compiler) expr(e celast.Expr) (node, error) {
 			}
 			return optValue(w), nil
 		}
-		return c.call(e.AsCall())
+		return c.call(e)
 	case celast.ListKind:
 		return c.list(e.AsList())
 	case celast.MapKind:
@@ -227,50 +235,32 @@ func (c *compiler) mapExpr(m celast.MapExpr) (node, error) {
 	}, nil
 }
 
-func (c *compiler) call(call celast.CallExpr) (node, error) {
+func (c *compiler) call(e celast.Expr) (node, error) {
+	call := e.AsCall()
 	fn := call.FunctionName()
 	if call.IsMemberFunction() {
-		t := call.Target()
-		if t.Kind() == celast.IdentKind && t.AsIdent() == "optional" && c.lookup("optional") < 0 {
-			return c.optionalCall(fn, call.Args())
-		}
-		nargs := len(call.Args())
-		if fn == "orValue" && nargs == 1 || (fn == "hasValue" || fn == "value") && nargs == 0 {
-			w, isChain, err := c.optChain(t)
-			if err != nil {
-				return nil, err
-			}
-			if !isChain {
-				target, err := c.expr(t)
-				if err != nil {
-					return nil, err
-				}
-				w = optionalOf(target)
-			}
-			return c.optionalMember(fn, w, call.Args())
-		}
-		target, err := c.expr(t)
-		if err != nil {
-			return nil, err
-		}
-		if fn == "matches" {
-			return matchesConst(target, call.Args())
-		}
-		args, err := c.exprs(call.Args())
-		if err != nil {
-			return nil, err
-		}
-		return memberCall(fn, target, args)
+		return c.memberCall(e, call)
+	}
+	nargs := len(call.Args())
+	gs, err := c.overloadGuards(e, fn, nargs)
+	if err != nil {
+		return nil, err
 	}
 	switch fn {
+	case "optional.of", "optional.none":
+		// The checker resolves optional.of(x) to this global function.
+		return c.optionalCall(fn[len("optional."):], call.Args(), gs)
 	case "matches":
 		args := call.Args()
-		if len(args) != 2 {
+		if nargs != 2 {
 			return nil, errUnsupported
 		}
 		target, err := c.expr(args[0])
 		if err != nil {
 			return nil, err
+		}
+		if gs != nil {
+			target = guardNode(target, gs[0])
 		}
 		return matchesConst(target, args[1:])
 	}
@@ -278,5 +268,55 @@ func (c *compiler) call(call celast.CallExpr) (node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return globalCall(fn, args)
+	return globalCall(fn, guarded(args, gs))
+}
+
+func (c *compiler) memberCall(e celast.Expr, call celast.CallExpr) (node, error) {
+	fn := call.FunctionName()
+	t := call.Target()
+	nargs := len(call.Args())
+	if t.Kind() == celast.IdentKind && t.AsIdent() == "optional" && c.lookup("optional") < 0 {
+		return c.optionalCall(fn, call.Args(), nil)
+	}
+	gs, err := c.overloadGuards(e, fn, nargs+1)
+	if err != nil {
+		return nil, err
+	}
+	if fn == "orValue" && nargs == 1 || (fn == "hasValue" || fn == "value") && nargs == 0 {
+		w, isChain, err := c.optChain(t)
+		if err != nil {
+			return nil, err
+		}
+		if !isChain {
+			target, err := c.expr(t)
+			if err != nil {
+				return nil, err
+			}
+			w = optionalOf(target)
+		}
+		// An optional chain or optionalOf yields an optional, which is
+		// what these overloads take first; orValue's alternative is of
+		// the optional's type parameter.
+		var alt guard
+		if gs != nil && nargs == 1 {
+			alt = gs[1]
+		}
+		return c.optionalMember(fn, w, call.Args(), alt)
+	}
+	target, err := c.expr(t)
+	if err != nil {
+		return nil, err
+	}
+	var targetGuard []guard
+	if gs != nil {
+		target, targetGuard = guardNode(target, gs[0]), gs[1:]
+	}
+	if fn == "matches" {
+		return matchesConst(target, call.Args())
+	}
+	args, err := c.exprs(call.Args())
+	if err != nil {
+		return nil, err
+	}
+	return memberCall(fn, target, guarded(args, targetGuard))
 }

@@ -11,6 +11,11 @@
 //     context), it declines the expression, and the caller evaluates it
 //     with its cel-go program, whose result and cost are then used.
 //     Evaluation is pure, so doing it twice cannot be observed.
+//   - It calls the overload the type checker chose, as cel-go's program
+//     does: Compile checks the expression and, where the checker chose
+//     one overload, a value of another type than its parameters' declines
+//     (overloads.go), where dispatching by the run-time type would give a
+//     value cel-go does not.
 //   - Instead of the exact runtime cost it computes an upper bound: every
 //     node it evaluates is charged at least what cel-go's cost tracker
 //     charges for it (runtimecost.go costCall and Observe, and the
@@ -102,14 +107,16 @@ type Env interface {
 var errUnsupported = errors.New("not supported by the fast interpreter")
 
 // Compile compiles an expression that has already compiled in the
-// apiserver's environment env. It returns nil when the expression uses
-// anything the interpreter does not support.
+// apiserver's environment, type-checking it again in env (CheckEnv of
+// that environment), whose checker chooses the overloads the program
+// calls (overloads.go). It returns nil when the expression uses anything
+// the interpreter does not support.
 func Compile(env *cel.Env, text string) *Program {
-	ast, iss := env.Parse(text)
+	ast, iss := env.Compile(text)
 	if iss.Err() != nil {
 		return nil
 	}
-	c := &compiler{}
+	c := &compiler{env: env, refs: ast.NativeRep().ReferenceMap()}
 	root, err := c.expr(ast.NativeRep().Expr())
 	if err != nil {
 		return nil

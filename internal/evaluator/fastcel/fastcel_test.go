@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -22,10 +23,25 @@ import (
 )
 
 // envSet is the apiserver's base environment, as the evaluator compiles
-// with it; parseEnv is the one Compile parses with.
+// with it; checkEnv is CheckEnv of the plugin's composited environment
+// for stored expressions, without variables.
 var (
 	envSet   = environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
-	parseEnv = envSet.StoredExpressionsEnv()
+	checkEnv = func() *cel.Env {
+		fc, err := plugincel.NewCompositedCompiler(envSet)
+		if err != nil {
+			panic(err)
+		}
+		base, err := fc.Env(environment.StoredExpressions)
+		if err != nil {
+			panic(err)
+		}
+		env, err := CheckEnv(base)
+		if err != nil {
+			panic(err)
+		}
+		return env
+	}()
 )
 
 // stubEnv serves the interpreter a decoded object and param, and variables
@@ -74,7 +90,7 @@ func TestMatchesCEL(t *testing.T) {
 			continue
 		}
 		compiled++
-		prog := Compile(parseEnv, text)
+		prog := Compile(checkEnv, text)
 		for j := 0; j < 3; j++ {
 			obj := genObject(rng)
 			// The param as the evaluator hands it over: none (null), or the
@@ -211,7 +227,7 @@ func TestStopsAtItsCeiling(t *testing.T) {
 	for i := range tags {
 		tags[i] = fmt.Sprintf("t%d", i)
 	}
-	prog := Compile(parseEnv, "object.spec.tags.map(a, object.spec.tags.map(b, b)).size() > 0")
+	prog := Compile(checkEnv, "object.spec.tags.map(a, object.spec.tags.map(b, b)).size() > 0")
 	if prog == nil {
 		t.Fatal("no program")
 	}

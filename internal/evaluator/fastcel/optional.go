@@ -13,11 +13,12 @@ type optional struct {
 
 var noneValue = &optional{}
 
-func (c *compiler) optionalCall(fn string, argExprs []celast.Expr) (node, error) {
+func (c *compiler) optionalCall(fn string, argExprs []celast.Expr, gs []guard) (node, error) {
 	args, err := c.exprs(argExprs)
 	if err != nil {
 		return nil, err
 	}
+	args = guarded(args, gs)
 	switch {
 	case fn == "none" && len(args) == 0:
 		return func(x *fx) (any, bool) { x.cost++; return noneValue, true }, nil
@@ -115,13 +116,14 @@ func optionalOf(target node) optWalker {
 
 // optionalMember is orValue, hasValue or value on an optional value or
 // chain.
-func (c *compiler) optionalMember(fn string, w optWalker, argExprs []celast.Expr) (node, error) {
+func (c *compiler) optionalMember(fn string, w optWalker, argExprs []celast.Expr, altGuard guard) (node, error) {
 	switch fn {
 	case "orValue":
 		alt, err := c.expr(argExprs[0])
 		if err != nil {
 			return nil, err
 		}
+		alt = guardNode(alt, altGuard)
 		return func(x *fx) (any, bool) {
 			v, has, ok := w(x)
 			if !ok {
