@@ -31,9 +31,9 @@ type throttle struct {
 	// addresses or tokens cannot make the throttle use unbounded memory;
 	// beyond it the key that failed least recently is forgotten, in O(1)
 	// (no scan of the map under the lock).
-	max int
-	mu  sync.Mutex
-	m   map[string]*lru.Element
+	max   int
+	mu    sync.Mutex
+	m     map[string]*lru.Element
 	order lru.List // of *failures, the most recent failure first
 }
 
