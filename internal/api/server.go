@@ -66,6 +66,12 @@ type Server struct {
 	// evaluate answers exactly what the webhook would.
 	Snapshot   func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error)
 	Namespaces func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error)
+	// DecisionSearches bounds each tenant's decision searches (lists and
+	// stats) running at once on this replica; DefaultDecisionSearches when
+	// zero. Over it, a search is 429 with Retry-After.
+	DecisionSearches int
+
+	searches searchSlots
 }
 
 // Handler returns the API's routes. Requests outside them get a 404 Status,
