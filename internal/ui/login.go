@@ -38,7 +38,7 @@ func (s *Server) login(r *request) error {
 	var who whoAmI
 	var err error
 	if token != "" {
-		err = s.call(r.r.Context(), token, "GET", p("whoami"), nil, nil, &who)
+		err = s.call(uisession.WithSignIn(r.r.Context()), token, "GET", p("whoami"), nil, nil, &who)
 	}
 	var e *apiError
 	if errors.As(err, &e) && e.Code == http.StatusUnauthorized || token == "" {
