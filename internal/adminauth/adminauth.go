@@ -130,25 +130,28 @@ func (s *Store) authenticate(ctx context.Context, where string, arg any) (Princi
 	var role string
 	var tenantID, clusterID *int64
 	var tenantName, clusterName *string
-	// last_used_at is written at most once a minute per token, in the same
-	// round trip, so that busy scripts do not turn every call into a write.
+	var stale bool
+	// A plain read: an unknown token costs no write (issue 30, finding 10),
+	// so that a flood of wrong tokens is one index probe each and runs on a
+	// read-only connection. last_used_at is written at most once a minute
+	// per token, after it was found, so that busy scripts do not turn every
+	// call into a write.
 	err := s.pool.QueryRow(ctx, `
-		WITH k AS (
-			SELECT k.id, k.name, k.role, k.expires_at, k.tenant_id, t.name AS tenant, k.last_used_at,
-				k.cluster_id, c.name AS cluster
-			FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id LEFT JOIN clusters c ON c.id = k.cluster_id
-			WHERE `+where+` AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-		), used AS (
-			UPDATE admin_tokens SET last_used_at = now()
-			WHERE id = (SELECT id FROM k) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-		)
-		SELECT id, name, role, expires_at, tenant_id, tenant, cluster_id, cluster FROM k`,
-		arg).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt, &tenantID, &tenantName, &clusterID, &clusterName)
+		SELECT k.id, k.name, k.role, k.expires_at, k.tenant_id, t.name, k.cluster_id, c.name,
+			k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute'
+		FROM admin_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id LEFT JOIN clusters c ON c.id = k.cluster_id
+		WHERE `+where+` AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`,
+		arg).Scan(&p.TokenID, &p.Name, &role, &p.ExpiresAt, &tenantID, &tenantName, &clusterID, &clusterName, &stale)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated
 	}
 	if err != nil {
 		return Principal{}, fmt.Errorf("look up admin token: %w", err)
+	}
+	if stale {
+		if err := s.touchToken(ctx, p.TokenID); err != nil {
+			return Principal{}, err
+		}
 	}
 	p.Role = Role(role)
 	if tenantID != nil {
@@ -158,6 +161,16 @@ func (s *Store) authenticate(ctx context.Context, where string, arg any) (Princi
 		p.ClusterID, p.ClusterName = *clusterID, *clusterName
 	}
 	return p, nil
+}
+
+// touchToken records that the token id was used, at most once a minute
+// (two replicas racing write once).
+func (s *Store) touchToken(ctx context.Context, id int64) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE admin_tokens SET last_used_at = now()
+		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, id); err != nil {
+		return fmt.Errorf("record admin token use: %w", err)
+	}
+	return nil
 }
 
 // Creator is who creates a token: the name of the token whose call it is

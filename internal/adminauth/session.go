@@ -49,40 +49,51 @@ func (s *Store) CreateSession(ctx context.Context, ss uisession.Session, now tim
 	return nil
 }
 
-// FindSession returns the session and its token's description. The idle
-// expiry and the token's last_used_at are written at most once a minute,
-// in the same round trip, so that browsing does not write on every page.
+// FindSession returns the session and its token's description. It is a
+// plain read: an unknown id costs no write (issue 30, finding 10). A
+// session that exists but is no longer valid is deleted; the idle expiry
+// and the token's last_used_at are written at most once a minute, so that
+// browsing does not write on every page.
 func (s *Store) FindSession(ctx context.Context, idHash []byte, now, idleUntil time.Time) (uisession.Session, error) {
 	ss := uisession.Session{IDHash: idHash}
 	var tenant *string
+	var valid, staleIdle, staleUse bool
 	err := s.pool.QueryRow(ctx, `
-		WITH s AS (
-			SELECT s.id_hash, s.token_id, k.name, k.role, t.name AS tenant, k.expires_at AS token_expires,
-				s.expires_at, s.idle_expires_at, s.flash, s.issued
-			FROM ui_sessions s
-			JOIN admin_tokens k ON k.id = s.token_id AND k.role = s.role AND k.tenant_id IS NOT DISTINCT FROM s.tenant_id
-			LEFT JOIN tenants t ON t.id = k.tenant_id
-			WHERE s.id_hash = $1 AND s.expires_at > $2 AND s.idle_expires_at > $2 AND `+validToken+`
-		), touched AS (
-			UPDATE ui_sessions SET idle_expires_at = $3::timestamptz
-			WHERE id_hash = (SELECT id_hash FROM s) AND idle_expires_at < $3::timestamptz - interval '1 minute'
-		), used AS (
-			UPDATE admin_tokens SET last_used_at = now()
-			WHERE id = (SELECT token_id FROM s) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-		)
-		SELECT token_id, name, role, tenant, token_expires, expires_at, idle_expires_at, flash, issued FROM s`,
+		SELECT coalesce(k.id, 0), coalesce(k.name, ''), coalesce(k.role, ''), t.name, k.expires_at,
+			s.expires_at, s.idle_expires_at, s.flash, s.issued,
+			k.id IS NOT NULL AND s.expires_at > $2 AND s.idle_expires_at > $2 AND `+validToken+`,
+			s.idle_expires_at < $3::timestamptz - interval '1 minute',
+			k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute'
+		FROM ui_sessions s
+		LEFT JOIN admin_tokens k ON k.id = s.token_id AND k.role = s.role AND k.tenant_id IS NOT DISTINCT FROM s.tenant_id
+		LEFT JOIN tenants t ON t.id = k.tenant_id
+		WHERE s.id_hash = $1`,
 		idHash, now, idleUntil).Scan(&ss.TokenID, &ss.Name, &ss.Role, &tenant, &ss.TokenExpiresAt,
-		&ss.ExpiresAt, &ss.IdleExpiresAt, &ss.Flash, &ss.Issued)
+		&ss.ExpiresAt, &ss.IdleExpiresAt, &ss.Flash, &ss.Issued, &valid, &staleIdle, &staleUse)
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Expired, signed out, or its token is no longer valid: whatever
-		// is left of it goes now.
+		return uisession.Session{}, uisession.ErrNotFound
+	}
+	if err != nil {
+		return uisession.Session{}, fmt.Errorf("look up UI session: %w", err)
+	}
+	if !valid {
+		// Expired, or its token is no longer valid: it goes now.
 		if err := s.DeleteSession(ctx, idHash); err != nil {
 			return uisession.Session{}, err
 		}
 		return uisession.Session{}, uisession.ErrNotFound
 	}
-	if err != nil {
-		return uisession.Session{}, fmt.Errorf("look up UI session: %w", err)
+	if staleIdle {
+		if _, err := s.pool.Exec(ctx, `UPDATE ui_sessions SET idle_expires_at = $2 WHERE id_hash = $1 AND idle_expires_at < $2`,
+			idHash, idleUntil); err != nil {
+			return uisession.Session{}, fmt.Errorf("extend UI session: %w", err)
+		}
+		ss.IdleExpiresAt = idleUntil
+	}
+	if staleUse {
+		if err := s.touchToken(ctx, ss.TokenID); err != nil {
+			return uisession.Session{}, err
+		}
 	}
 	if tenant != nil {
 		ss.Tenant = *tenant

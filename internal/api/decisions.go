@@ -50,6 +50,10 @@ func (s *Server) decisionRoutes() []route {
 var fleetTenantParam = param{"tenant", "only this tenant's decisions (by name)"}
 
 func (s *Server) listDecisions(c *call) error {
+	return s.searching(c, func() error { return s.listDecisionsIn(c) })
+}
+
+func (s *Server) listDecisionsIn(c *call) error {
 	f := decisions.Filter{
 		Verdict: c.query("verdict"), Cluster: c.query("cluster"), Policy: c.query("policy"),
 		Namespace: c.query("namespace"), Kind: c.query("kind"), User: c.query("user"),
@@ -78,6 +82,10 @@ func (s *Server) listDecisions(c *call) error {
 }
 
 func (s *Server) decisionStats(c *call) error {
+	return s.searching(c, func() error { return s.decisionStatsIn(c) })
+}
+
+func (s *Server) decisionStatsIn(c *call) error {
 	q := decisions.StatsQuery{Cluster: c.query("cluster")}
 	var err error
 	if q.Since, q.Until, err = decisionTimes(c); err != nil {

@@ -58,10 +58,14 @@ func (s *Server) authorize(c *call) error {
 		if !ok {
 			return fault.Errorf(fault.Unauthenticated, "an admin token is required: Authorization: Bearer <token>")
 		}
-		p, err = s.Tokens.Authenticate(c.ctx(), strings.TrimSpace(token))
+		p, err = s.authenticateBearer(c, strings.TrimSpace(token))
 	}
 	if errors.Is(err, adminauth.ErrUnauthenticated) {
 		return &fault.Error{Code: fault.Unauthenticated, Message: err.Error()}
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) { // over the unknown-token limit
+		return fe
 	}
 	if err != nil {
 		return fault.Wrap(err, fault.Unavailable, "the token store is unavailable; retry shortly")

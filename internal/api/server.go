@@ -16,6 +16,7 @@ import (
 
 	"github.com/portcullis-dev/portcullis/internal/adminauth"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
+	"github.com/portcullis-dev/portcullis/internal/authmiss"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/fault"
@@ -66,11 +67,24 @@ type Server struct {
 	// evaluate answers exactly what the webhook would.
 	Snapshot   func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error)
 	Namespaces func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error)
+	// DecisionSearches bounds each tenant's decision searches (lists and
+	// stats) running at once on this replica; DefaultDecisionSearches when
+	// zero. Over it, a search is 429 with Retry-After.
+	DecisionSearches int
+	// UnknownTokens rate-limits lookups of admin tokens that turn out
+	// unknown, per client address (package authmiss); Handler makes one
+	// with the defaults when nil.
+	UnknownTokens *authmiss.Limiter
+
+	searches searchSlots
 }
 
 // Handler returns the API's routes. Requests outside them get a 404 Status,
 // and a known path with another method a 405.
 func (s *Server) Handler() http.Handler {
+	if s.UnknownTokens == nil {
+		s.UnknownTokens = authmiss.New(nil, 0, 0, 0)
+	}
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.path, s.traced(rt.method, rt.path, s.handle(rt)))

@@ -64,6 +64,20 @@ func (e *env) saveArtifacts(dir string, a apiv1.Artifacts, raw []byte) ([]string
 	return written, err
 }
 
+// urlSecretExposure is the warning every issued url credential gets: the
+// one place its secret leaves the cluster's objects that no RBAC rule
+// closes (docs/tenancy.md, "url credentials").
+const urlSecretExposure = "the URL secret is part of the webhook URL, and kube-apiserver prints that URL, secret included, " +
+	"whenever a call to it fails (a timeout, a refused connection, a TLS error): in the error a user sees, in its logs and in its audit log. " +
+	"Rotate the credential (admin credential rotate ID --grace 1h, then kubectl apply the new webhooks.yaml) after an outage of the gateway " +
+	"or of the network between the cluster and the gateway."
+
+// warnURLSecret prints urlSecretExposure to stderr, so that it is seen even
+// when stdout is JSON for a script.
+func (e *env) warnURLSecret() {
+	fmt.Fprintf(e.stderr, "Warning: %s\n", urlSecretExposure)
+}
+
 // writeArtifacts writes the files `cluster create` and `credential create
 // --out` promise. The kubeconfig holds a secret.
 func writeArtifacts(dir string, a apiv1.Artifacts) ([]string, error) {

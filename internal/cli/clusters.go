@@ -78,6 +78,9 @@ func cmdClusterCreate(e *env, args []string) error {
 	for _, w := range created.Credential.Artifacts.Warnings {
 		fmt.Fprintf(e.stderr, "Warning: %s\n", w)
 	}
+	if created.Credential.URLSecret != "" {
+		e.warnURLSecret()
+	}
 	return e.emit(c, raw, func(w io.Writer) error {
 		cred := created.Credential.Credential
 		fmt.Fprintf(w, "cluster %q created in tenant %q, with credential %d (%s)\n", created.Cluster.Name, created.Cluster.Tenant, cred.ID, cred.Type)

@@ -143,6 +143,9 @@ func (e *env) issued(c *connFlags, raw []byte, issued apiv1.CredentialIssued, ou
 			return fmt.Errorf("credential %d was %s, but writing its files failed; the server's answer, with the secret and the files' contents, is printed above: %w", issued.Credential.ID, verb, err)
 		}
 	}
+	if issued.URLSecret != "" {
+		e.warnURLSecret()
+	}
 	return e.emit(c, raw, func(w io.Writer) error {
 		cr := issued.Credential
 		fmt.Fprintf(w, "credential %d (%s) %s", cr.ID, cr.Type, verb)

@@ -32,25 +32,32 @@ func (s *Server) renderLogin(r *request, code int, e *fault.Error) error {
 }
 
 func (s *Server) login(r *request) error {
-	addr := clientAddr(r.r)
-	if wait := s.throttle.wait(addr); wait > 0 {
-		secs := int(math.Ceil(wait.Seconds()))
-		r.w.Header().Set("Retry-After", fmt.Sprint(secs))
-		return s.renderLogin(r, http.StatusTooManyRequests, &fault.Error{Code: fault.TooManyRequests,
-			Message: fmt.Sprintf("Too many failed sign-ins from your address. Wait %d seconds, then try again.", secs)})
-	}
 	token := strings.TrimSpace(r.r.PostFormValue("token"))
+	keys := []string{addrKey(clientAddr(r.r)), tokenKey(token)}
+	// The token is checked before the throttle is asked: a valid token
+	// always signs in, whoever else failed from the same address.
 	var who whoAmI
-	err := s.call(r.r.Context(), token, "GET", p("whoami"), nil, nil, &who)
+	var err error
+	if token != "" {
+		err = s.call(uisession.WithSignIn(r.r.Context()), token, "GET", p("whoami"), nil, nil, &who)
+	}
 	if fault.ErrorCode(err) == fault.Unauthenticated || token == "" {
-		s.throttle.fail(addr)
+		s.throttle.fail(keys...)
+		if wait := s.throttle.wait(keys...); wait > 0 {
+			secs := int(math.Ceil(wait.Seconds()))
+			r.w.Header().Set("Retry-After", fmt.Sprint(secs))
+			return s.renderLogin(r, http.StatusTooManyRequests, &fault.Error{Code: fault.TooManyRequests,
+				Message: fmt.Sprintf("Sign-in failed, and too many sign-ins failed from your address or with this token. Wait %d seconds, then try again.", secs)})
+		}
 		return s.renderLogin(r, http.StatusUnauthorized, &fault.Error{Code: fault.Unauthenticated,
 			Message: "Sign-in failed: that token is not valid. It may be mistyped, expired or revoked."})
 	}
 	if err != nil {
 		return err
 	}
-	s.throttle.succeed(addr)
+	// Only the token's key: an address's failures stay counted whatever
+	// one of its clients holds.
+	s.throttle.succeed(keys[1])
 	sess, err := s.sessions.create(r.r.Context(), who)
 	if errors.Is(err, uisession.ErrNotFound) {
 		// Revoked or expired since whoami answered.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,25 +82,103 @@ func TestSignInAndOut(t *testing.T) {
 	}
 }
 
+// Finding 30.7: behind a proxy every browser has one address. Failed
+// sign-ins from it earn a 429 with Retry-After, but a valid token still
+// signs in at once: one client cannot lock the others out.
 func TestSignInThrottle(t *testing.T) {
 	e := newEnv(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	e.ui.Now = func() time.Time { return now }
 	e.ui.throttle.now = e.ui.Now
-	b := e.browser()
-	for i := range freeFailures + 1 {
-		if code, _ := b.login("pcadm_wrong"); code != http.StatusUnauthorized {
+	attacker := e.browser()
+	for i := range freeFailures {
+		if code, _ := attacker.login("pcadm_wrong" + strconv.Itoa(i)); code != http.StatusUnauthorized {
 			t.Fatalf("failure %d = %d, want 401", i+1, code)
 		}
 	}
-	// Even the right token waits now.
-	code, page := b.login(e.operator)
-	if code != http.StatusTooManyRequests || !strings.Contains(page, "Too many failed sign-ins") {
-		t.Fatalf("after %d failures = %d:\n%s", freeFailures+1, code, page)
+	res, page := attacker.loginRes("pcadm_wrongagain")
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "1" ||
+		!strings.Contains(page, "too many sign-ins failed from your address or with this token") {
+		t.Fatalf("failure %d = %d (Retry-After %q):\n%s", freeFailures+1, res.StatusCode, res.Header.Get("Retry-After"), page)
 	}
-	now = now.Add(2 * time.Second)
-	if code, _ := b.login(e.operator); code != http.StatusSeeOther {
-		t.Fatalf("after the wait = %d, want 303", code)
+	// Other users behind the same proxy sign in with a valid token at
+	// once.
+	for _, tok := range []string{e.operator, e.adminA} {
+		if code, page := e.browser().login(tok); code != http.StatusSeeOther {
+			t.Fatalf("a valid token from a locked-out address = %d, want 303:\n%s", code, page)
+		}
+	}
+	// The address's failures still count: the next wrong token waits
+	// longer.
+	res, _ = attacker.loginRes("pcadm_wrongonceagain")
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "2" {
+		t.Fatalf("after a valid sign-in, another failure = %d (Retry-After %q), want 429 and 2", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+}
+
+// loginRes is login with the whole answer.
+func (b *browser) loginRes(token string) (*http.Response, string) {
+	b.e.t.Helper()
+	_, page := b.get("/ui/login")
+	req, _ := http.NewRequest("POST", b.e.srv.URL+"/ui/login",
+		strings.NewReader(url.Values{"token": {token}, "csrf": {csrfOf(page)}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.do(req)
+}
+
+// Failures count against the address and the token's id prefix: the same
+// token from other addresses is locked out too, another token is not.
+func TestThrottleKeysAddressAndToken(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	th := newThrottle(func() time.Time { return now })
+	tok := tokenKey("pcadm_AAAAAAAAmistyped")
+	if tok == "" || tok != tokenKey("pcadm_AAAAAAAAmistypedagain") || tok == tokenKey("pcadm_BBBBBBBBxxxx") {
+		t.Fatalf("token keys: %q, %q, %q", tok, tokenKey("pcadm_AAAAAAAAmistypedagain"), tokenKey("pcadm_BBBBBBBBxxxx"))
+	}
+	if tokenKey("wrong") != "" || tokenKey("pcadm_short") != "" {
+		t.Error("a token without an id has a key")
+	}
+	for range freeFailures + 1 {
+		th.fail(addrKey("10.0.0.1"), tok)
+	}
+	for _, tc := range []struct {
+		addr, token string
+		locked      bool
+	}{
+		{"10.0.0.1", "pcadm_CCCCCCCCxxxx", true},
+		{"10.0.0.2", "pcadm_AAAAAAAAother", true},
+		{"10.0.0.2", "pcadm_BBBBBBBBxxxx", false},
+		{"10.0.0.2", "", false},
+	} {
+		if got := th.wait(addrKey(tc.addr), tokenKey(tc.token)) > 0; got != tc.locked {
+			t.Errorf("%s with %q: locked %v, want %v", tc.addr, tc.token, got, tc.locked)
+		}
+	}
+	// A key quiet for maxLockout starts over.
+	now = now.Add(maxLockout + time.Second)
+	th.fail(addrKey("10.0.0.1"))
+	if w := th.wait(addrKey("10.0.0.1")); w != 0 {
+		t.Errorf("one failure after a quiet %v: wait %v, want none", maxLockout, w)
+	}
+}
+
+// The failure map stays bounded however many addresses fail, forgetting
+// the key that failed least recently (in O(1): no scan under the lock).
+func TestThrottleIsBounded(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	th := newThrottle(func() time.Time { return now })
+	for i := range maxTracked + 1000 {
+		th.fail("addr:" + strconv.Itoa(i))
+	}
+	if len(th.m) > maxTracked {
+		t.Fatalf("%d keys tracked, want at most %d", len(th.m), maxTracked)
+	}
+	last := "addr:" + strconv.Itoa(maxTracked+999)
+	if _, ok := th.m[last]; !ok {
+		t.Error("the latest failure is not tracked")
+	}
+	if _, ok := th.m["addr:0"]; ok {
+		t.Error("the oldest failure is still tracked")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/authmiss"
 	"github.com/portcullis-dev/portcullis/internal/uisession"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
@@ -57,6 +58,17 @@ type sessions struct {
 	store     uisession.Store
 	now       func() time.Time
 	ttl, idle time.Duration
+	// misses rate-limits lookups of unknown session ids per client
+	// address (package authmiss).
+	misses *authmiss.Limiter
+}
+
+// errTooManyUnknown is sessions.get's answer to an address that presented
+// too many unknown session cookies: the lookup was not made.
+type errTooManyUnknown struct{ wait time.Duration }
+
+func (e *errTooManyUnknown) Error() string {
+	return "too many unknown session cookies from this address"
 }
 
 func randomString() string {
@@ -110,14 +122,25 @@ func (ss *sessions) get(r *http.Request) (*session, error) {
 	if err != nil || c.Value == "" {
 		return nil, nil
 	}
+	// A cookie found unknown a moment ago, or one of many unknown cookies
+	// from an address, costs no lookup (issue 30, finding 10).
+	key, addr := [32]byte(hashID(c.Value)), clientAddr(r)
+	switch v, wait := ss.misses.Check(addr, key); v {
+	case authmiss.Unknown:
+		return nil, nil
+	case authmiss.Limited:
+		return nil, &errTooManyUnknown{wait}
+	}
 	now := ss.now()
-	rec, err := ss.store.FindSession(r.Context(), hashID(c.Value), now, now.Add(ss.idle))
+	rec, err := ss.store.FindSession(r.Context(), key[:], now, now.Add(ss.idle))
 	if errors.Is(err, uisession.ErrNotFound) {
+		ss.misses.Miss(addr, key)
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	ss.misses.Hit(key)
 	return ss.load(c.Value, rec), nil
 }
 

@@ -16,10 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
+	"github.com/portcullis-dev/portcullis/internal/authmiss"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/uisession"
 )
@@ -39,6 +42,10 @@ type Server struct {
 	SessionIdle time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// UnknownSessions rate-limits lookups of session cookies that turn out
+	// unknown, per client address (package authmiss); one with the
+	// defaults when nil.
+	UnknownSessions *authmiss.Limiter
 
 	sessions *sessions
 	throttle *throttle
@@ -119,7 +126,10 @@ func (s *Server) Handler() (http.Handler, error) {
 	// now goes through s.Now at each call, so that a test may set the
 	// clock after Handler.
 	now := func() time.Time { return s.Now() }
-	s.sessions = &sessions{store: s.Sessions, now: now, ttl: s.SessionTTL, idle: s.SessionIdle}
+	if s.UnknownSessions == nil {
+		s.UnknownSessions = authmiss.New(now, 0, 0, 0)
+	}
+	s.sessions = &sessions{store: s.Sessions, now: now, ttl: s.SessionTTL, idle: s.SessionIdle, misses: s.UnknownSessions}
 	s.throttle = newThrottle(s.Now)
 	var err error
 	if s.pages, err = loadPages(); err != nil {
@@ -189,6 +199,14 @@ func (s *Server) wrap(rt route) http.Handler {
 		}()
 		w.Header().Set("Cache-Control", "no-store")
 		sess, err := s.sessions.get(r)
+		var limited *errTooManyUnknown
+		if errors.As(err, &limited) && rt.access == signedIn {
+			secs := max(1, int(math.Ceil(limited.wait.Seconds())))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			req.fail(&fault.Error{Code: fault.TooManyRequests, Message: fmt.Sprintf(
+				"Too many requests with unknown or expired sessions came from your address. Wait %d seconds, then try again, or sign in again.", secs)})
+			return
+		}
 		if err != nil && rt.access == signedIn {
 			s.Logger.Error("UI session lookup", "method", r.Method, "path", r.URL.Path, "error", err)
 			req.fail(&fault.Error{Code: fault.Unavailable, Message: "sessions cannot be checked: the database is unavailable; try again shortly"})

@@ -70,3 +70,20 @@ func Token(ctx context.Context) (int64, bool) {
 	id, ok := ctx.Value(tokenKey{}).(int64)
 	return id, ok
 }
+
+type signInKey struct{}
+
+// WithSignIn marks an in-process admin API call as the UI's check of a
+// token presented at sign-in. The UI's own sign-in throttle bounds those,
+// and a valid token must always sign in, so the API does not refuse them
+// for its client address having presented unknown tokens (all the UI's
+// calls come from one in-process address).
+func WithSignIn(ctx context.Context) context.Context {
+	return context.WithValue(ctx, signInKey{}, true)
+}
+
+// SignIn reports whether ctx is marked by WithSignIn.
+func SignIn(ctx context.Context) bool {
+	b, _ := ctx.Value(signInKey{}).(bool)
+	return b
+}
