@@ -29,7 +29,7 @@ type Config struct {
 	// and never dropped (queue.go).
 	QueueSize int
 	Logger    *slog.Logger
-	Registry    *prometheus.Registry
+	Registry  *prometheus.Registry
 
 	// ProvisionalTTL drops a provisional namespace that nothing proposed
 	// again or confirmed for this long; default DefaultProvisionalTTL.
