@@ -90,4 +90,3 @@ func TestURLSecretHolderCannotCommitAnExemption(t *testing.T) {
 		t.Fatalf("a URL secret's forged DELETE: %v, %v", got, err)
 	}
 }
-
