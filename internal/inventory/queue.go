@@ -144,14 +144,3 @@ func (q *workQueue) next() (item, bool) {
 	}
 	return it, true
 }
-
-// pending returns how many learned writes wait, over all clusters.
-func (q *workQueue) pending() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := 0
-	for _, w := range q.work {
-		n += len(w.writes)
-	}
-	return n
-}
