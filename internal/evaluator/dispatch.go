@@ -219,11 +219,11 @@ func (d *dispatcher) dispatchBinding(cp *compiledPolicy, cb *compiledBinding, gv
 		d.res.Bindings = append(d.res.Bindings, BindingResult{Policy: cp.name, Binding: cb.name, Actions: cb.actions, Outcome: OutcomeNoParams})
 		return
 	}
-	namespace, nsName, nsUnknown := d.namespaceObject(cp.needsNamespace)
+	namespace, _, nsUnknown := d.namespaceObject(cp.needsNamespace)
 	for _, p := range params {
 		bt = bt.forParam(pt, p)
 		inv := invocation{policy: cp, binding: cb, param: p, namespace: namespace, trace: bt, converted: converted}
-		d.invoke(&inv, nsName, nsUnknown)
+		d.invoke(&inv, nsUnknown)
 		d.kind.record(inv)
 		bt.finish(&d.res.Bindings[len(d.res.Bindings)-1])
 	}
@@ -233,14 +233,15 @@ func (d *dispatcher) dispatchBinding(cp *compiledPolicy, cb *compiledBinding, gv
 // invoke runs the shared steps of one invocation, in the plugin's order,
 // and the kind's own evaluation when they pass. A deadline that passes
 // during the evaluation makes it a timeout, whatever it found.
-func (d *dispatcher) invoke(inv *invocation, nsName string, nsUnknown bool) {
+func (d *dispatcher) invoke(inv *invocation, nsUnknown *unknownNamespaceError) {
 	switch {
 	case d.ctx.Err() != nil:
 		inv.fail(CauseTimeout, deadlineMessage(d.ctx))
 		return
-	case nsUnknown:
-		d.res.UnknownNamespace = nsName
-		inv.fail(CauseUnknownNamespace, (&unknownNamespaceError{name: nsName}).Error())
+	case nsUnknown != nil:
+		d.res.UnknownNamespace = nsUnknown.name
+		d.res.PendingNamespace = d.res.PendingNamespace || nsUnknown.pending
+		inv.fail(CauseUnknownNamespace, nsUnknown.Error())
 		return
 	}
 	if cp := inv.policy; cp.compileErr != nil {

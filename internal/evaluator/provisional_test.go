@@ -22,7 +22,8 @@ func (m provisionalMap) ProvisionalNamespace(name string) (*corev1.Namespace, bo
 // The exact rule of a provisional namespace: a binding's namespaceSelector
 // applies when it matches the committed labels or the provisional ones; a
 // proposal never stops a binding from applying, nor settles an unknown
-// namespace; namespaceObject is the committed object.
+// namespace; namespaceObject is the committed object, unknown while an
+// allowed change that differs from it is pending.
 func TestProvisionalNamespaceOnlyTightens(t *testing.T) {
 	exempt := map[string]string{"exempt": "true"}
 	notExempt := func(b *admissionregistrationv1.MatchResources) {
@@ -51,7 +52,13 @@ func TestProvisionalNamespaceOnlyTightens(t *testing.T) {
 		{"unknown, proposal selected: applies", deny, onlyProd, nil, namespaceObj("default", map[string]string{"env": "prod"}), false, false},
 		{"committed dev, proposal prod: applies", deny, onlyProd, namespaceObj("default", map[string]string{"env": "dev"}), namespaceObj("default", map[string]string{"env": "prod"}), false, false},
 		{"committed prod, proposal dev: applies", deny, onlyProd, namespaceObj("default", map[string]string{"env": "prod"}), namespaceObj("default", map[string]string{"env": "dev"}), false, false},
-		{"namespaceObject is the committed object", readsNamespace, nil, namespaceObj("default", map[string]string{"env": "prod"}), namespaceObj("default", map[string]string{"env": "dev"}), false, false},
+		{"namespaceObject is the committed object", readsNamespace, nil, namespaceObj("default", map[string]string{"env": "dev"}), nil, true, false},
+		// Issue 30, finding 1: the committed object is older than the
+		// change the gateway allowed; it is never shown, the binding
+		// follows its failurePolicy.
+		{"namespaceObject superseded by a proposal is unknown", readsNamespace, nil, namespaceObj("default", map[string]string{"env": "prod"}), namespaceObj("default", map[string]string{"env": "dev"}), false, true},
+		{"namespaceObject superseded by a proposal is unknown even if it would allow", readsNamespace, nil, namespaceObj("default", map[string]string{"env": "dev"}), namespaceObj("default", map[string]string{"env": "prod"}), false, true},
+		{"namespaceObject with a proposal that changes nothing is the committed object", readsNamespace, nil, namespaceObj("default", map[string]string{"env": "dev"}), namespaceObj("default", map[string]string{"env": "dev"}), true, false},
 		{"namespaceObject of a proposal alone is unknown", readsNamespace, nil, nil, namespaceObj("default", map[string]string{"env": "dev"}), false, true},
 	}
 	for _, tt := range tests {
@@ -69,8 +76,9 @@ func TestProvisionalNamespaceOnlyTightens(t *testing.T) {
 				m.provisional["default"] = tt.provisional
 			}
 			res := s.Validate(context.Background(), podRequest("CREATE"), m)
-			if res.Allowed != tt.wantAllowed || (res.UnknownNamespace != "") != tt.wantUnknown {
-				t.Fatalf("allowed %v, unknown namespace %q; want allowed %v, unknown %v", res.Allowed, res.UnknownNamespace, tt.wantAllowed, tt.wantUnknown)
+			if res.Allowed != tt.wantAllowed || (res.UnknownNamespace != "") != tt.wantUnknown ||
+				res.PendingNamespace != (tt.wantUnknown && tt.committed != nil) {
+				t.Fatalf("allowed %v, unknown namespace %q (pending %v); want allowed %v, unknown %v", res.Allowed, res.UnknownNamespace, res.PendingNamespace, tt.wantAllowed, tt.wantUnknown)
 			}
 		})
 	}

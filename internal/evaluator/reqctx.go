@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +38,8 @@ type reqCtx struct {
 	// provLabels are the provisional labels of the request's namespace,
 	// when the inventory has any (ProvisionalNamespaces).
 	provLabels labels.Set
+	// provNS is the provisional object of the request's namespace.
+	provNS *corev1.Namespace
 
 	objVal any
 	oldVal any
@@ -125,10 +128,17 @@ func (rc *reqCtx) namespace() (*corev1.Namespace, bool) {
 }
 
 // unknownNamespaceError is the error of a binding that needs more than the
-// name of a namespace the inventory lacks.
-type unknownNamespaceError struct{ name string }
+// name of a namespace the inventory lacks, or whose stored object a change
+// the gateway allowed and nothing has confirmed yet supersedes (pending).
+type unknownNamespaceError struct {
+	name    string
+	pending bool
+}
 
 func (e *unknownNamespaceError) Error() string {
+	if e.pending {
+		return fmt.Sprintf("namespace %q has a change the gateway allowed and nothing has confirmed yet: its stored object is older than that change, so its object cannot be evaluated", e.name)
+	}
 	return fmt.Sprintf("namespace %q is unknown: the namespace inventory lacks it, so its labels and object cannot be evaluated", e.name)
 }
 
@@ -163,35 +173,77 @@ func (rc *reqCtx) namespaceLabels(nameOnly bool) (labels.Set, error) {
 // namespace, if the inventory has any. A Namespace request itself is matched
 // by its own object's labels (namespaceLabels), never by these.
 func (rc *reqCtx) provisionalLabels() (labels.Set, bool) {
-	if !rc.provLoaded {
-		rc.provLoaded = true
-		if p, ok := rc.nsLookup.(ProvisionalNamespaces); ok && rc.req.Namespace != "" {
-			if ns, ok := p.ProvisionalNamespace(rc.req.Namespace); ok && ns != nil {
-				set := labels.Set{}
-				for k, v := range ns.Labels {
-					set[k] = v
-				}
-				set[metadataNameLabel] = rc.req.Namespace
-				rc.provLabels = set
+	rc.loadProvisional()
+	return rc.provLabels, rc.provLabels != nil
+}
+
+func (rc *reqCtx) loadProvisional() {
+	if rc.provLoaded {
+		return
+	}
+	rc.provLoaded = true
+	if p, ok := rc.nsLookup.(ProvisionalNamespaces); ok && rc.req.Namespace != "" {
+		if ns, ok := p.ProvisionalNamespace(rc.req.Namespace); ok && ns != nil {
+			set := labels.Set{}
+			for k, v := range ns.Labels {
+				set[k] = v
 			}
+			set[metadataNameLabel] = rc.req.Namespace
+			rc.provLabels, rc.provNS = set, ns
 		}
 	}
-	return rc.provLabels, rc.provLabels != nil
+}
+
+// pendingChange reports whether an allowed change of the request's
+// namespace that nothing has confirmed yet differs from its committed
+// object: the committed object is then older than one the gateway knows
+// was meant to replace it, and is not shown as namespaceObject.
+func (rc *reqCtx) pendingChange() bool {
+	rc.loadProvisional()
+	committed, known := rc.namespace()
+	if !known || rc.provNS == nil {
+		return false
+	}
+	return !sameNamespace(committed, rc.provNS)
+}
+
+// sameNamespace compares two namespace objects on what CEL may read of
+// them, bar the resourceVersion (a proposal carries its base's) and the
+// label kubernetes.io/metadata.name (always set to the name).
+func sameNamespace(a, b *corev1.Namespace) bool {
+	a, b = a.DeepCopy(), b.DeepCopy()
+	for _, ns := range []*corev1.Namespace{a, b} {
+		ns.ResourceVersion, ns.ManagedFields, ns.TypeMeta = "", nil, metav1.TypeMeta{}
+		delete(ns.Labels, metadataNameLabel)
+		if len(ns.Labels) == 0 {
+			ns.Labels = nil
+		}
+	}
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // namespaceObject is the namespace handed to CEL as namespaceObject: none
 // for cluster-scoped requests and for a Namespace itself. unknown is set
-// when the inventory lacks it and a policy needs more than its name.
-func (rc *reqCtx) namespaceObject(needsNamespace bool) (ns *corev1.Namespace, name string, unknown bool) {
+// when a policy needs more than its name and the inventory lacks it, or
+// holds only an object an allowed change supersedes (the policy then
+// follows its failurePolicy rather than read labels known to be older).
+func (rc *reqCtx) namespaceObject(needsNamespace bool) (ns *corev1.Namespace, name string, unknown *unknownNamespaceError) {
 	name = rc.req.Namespace
 	if k := rc.req.RequestKind; k.Kind == "Namespace" && k.Version == "v1" && k.Group == "" {
 		name = ""
 	}
 	if name == "" {
-		return nil, "", false
+		return nil, "", nil
 	}
 	ns, known := rc.namespace()
-	return ns, name, !known && needsNamespace
+	switch {
+	case !needsNamespace:
+	case !known:
+		unknown = &unknownNamespaceError{name: name}
+	case rc.pendingChange():
+		unknown = &unknownNamespaceError{name: name, pending: true}
+	}
+	return ns, name, unknown
 }
 
 // kindInfo is what the apiserver's scheme says of the request's kind.

@@ -79,8 +79,10 @@ type NamespaceLookup interface {
 // gateway allowed it. Matching uses it only in the stricter direction: a
 // binding's namespaceSelector applies when it matches the committed labels
 // or the provisional ones, so a provisional label can make a binding
-// apply, never stop it from applying. namespaceObject is always the
-// committed object.
+// apply, never stop it from applying. namespaceObject is the committed
+// object, and is unknown while a provisional object that differs from it
+// is held: the committed one is then older than a change the gateway
+// allowed.
 type ProvisionalNamespaces interface {
 	ProvisionalNamespace(name string) (*corev1.Namespace, bool)
 }

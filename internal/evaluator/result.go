@@ -41,6 +41,11 @@ type Result struct {
 	// UnknownNamespace is set when a binding needed a namespace that the
 	// inventory lacks.
 	UnknownNamespace string
+	// PendingNamespace is set when that namespace is known, but a change
+	// the gateway allowed and nothing has confirmed yet supersedes its
+	// stored object, so a binding that read namespaceObject could not be
+	// evaluated.
+	PendingNamespace bool
 	// Trace is filled only with WithTrace().
 	Trace []PolicyTrace
 	// CostLimitExceeded is set when the request's cost limit

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -23,14 +24,25 @@ type clusterKey struct{ tenant, cluster int64 }
 // Config sizes a Cache. Zero values take the defaults.
 type Config struct {
 	MaxClusters int // default 10,000
-	QueueSize   int // learned writes waiting for the database; default 10,000
-	Logger      *slog.Logger
-	Registry    *prometheus.Registry
+	// QueueSize bounds the learned writes waiting for the database, per
+	// cluster; default 1,000. Notified changes are coalesced per cluster
+	// and never dropped (queue.go).
+	QueueSize int
+	Logger    *slog.Logger
+	Registry  *prometheus.Registry
 
 	// ProvisionalTTL drops a provisional namespace that nothing proposed
 	// again or confirmed for this long; default DefaultProvisionalTTL.
 	ProvisionalTTL time.Duration
+
+	// ResyncInterval is how often every cached cluster is reloaded from
+	// the database, which repairs whatever a lost notification or a
+	// failed refresh left stale; default DefaultResyncInterval.
+	ResyncInterval time.Duration
 }
+
+// DefaultResyncInterval is Config.ResyncInterval's default.
+const DefaultResyncInterval = 5 * time.Minute
 
 // Cache serves each cluster's inventory from memory, per (tenant,
 // cluster). What the webhook observes is visible at once on this replica;
@@ -41,9 +53,10 @@ type Cache struct {
 	cfg   Config
 	lru   *lru.Cache[clusterKey, *Cluster]
 	group singleflight.Group
-	queue chan func(context.Context) error
+	queue *workQueue
 
 	dropped, writeErrors prometheus.Counter
+	refused              *prometheus.CounterVec
 }
 
 // NewCache returns a cache over store. Call Subscribe before the listener
@@ -53,7 +66,10 @@ func NewCache(store *Store, cfg Config) (*Cache, error) {
 		cfg.MaxClusters = 10_000
 	}
 	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = 10_000
+		cfg.QueueSize = 1_000
+	}
+	if cfg.ResyncInterval <= 0 {
+		cfg.ResyncInterval = DefaultResyncInterval
 	}
 	if cfg.ProvisionalTTL <= 0 {
 		cfg.ProvisionalTTL = DefaultProvisionalTTL
@@ -65,14 +81,17 @@ func NewCache(store *Store, cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Cache{store: store, cfg: cfg, lru: l, queue: make(chan func(context.Context) error, cfg.QueueSize),
+	n := &Cache{store: store, cfg: cfg, lru: l, queue: newWorkQueue(cfg.QueueSize),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "portcullis", Subsystem: "namespace_inventory",
-			Name: "learned_dropped_total", Help: "Learned namespace writes dropped because the queue was full."}),
+			Name: "learned_dropped_total", Help: "Learned namespace writes dropped because their cluster's queue was full."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "portcullis", Subsystem: "namespace_inventory",
+			Name: "learned_refused_total", Help: "Namespaces seen in requests and not learned, by reason: invalid (a bad name, labels or annotations, or over the size bound) or over_bound (new to a cluster that holds as many namespaces as its bound allows)."},
+			[]string{"reason"}),
 		writeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "portcullis", Subsystem: "namespace_inventory",
 			Name: "write_errors_total", Help: "Learned namespace writes that failed."}),
 	}
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(n.dropped, n.writeErrors)
+		cfg.Registry.MustRegister(n.dropped, n.writeErrors, n.refused)
 	}
 	return n, nil
 }
@@ -124,13 +143,19 @@ func (n *Cache) load(key clusterKey) (*Cluster, error) {
 	if !pushed.IsZero() {
 		syncedUntil = pushed.Add(SyncLease)
 	}
+	b, err := n.store.Bounds(ctx, key.tenant)
+	if err != nil {
+		return nil, err
+	}
 	byResource := crdIndex(crds)
 	m, prov := byName(nss), byName(provs)
 	if inv, ok := n.lru.Peek(key); ok {
 		inv.replace(m, prov, byResource, syncedUntil)
+		inv.setBound(b.Namespaces)
 		return inv, nil
 	}
 	inv := newCluster(m, prov, byResource, syncedUntil)
+	inv.setBound(b.Namespaces)
 	n.lru.Add(key, inv)
 	return inv, nil
 }
@@ -147,20 +172,27 @@ func byName(nss []*corev1.Namespace) map[string]*corev1.Namespace {
 // oldObject (what the apiserver had stored), provisional the object of an
 // allowed, non-dry-run CREATE or UPDATE; either may be nil. It is visible
 // to Lookup on this replica at once; the database write happens in the
-// background (dropped, and counted, if the queue is full). While a sync
-// runs for the cluster it does nothing: the sync is the truth.
+// background (dropped, and counted, if the cluster's queue is full). While
+// a sync runs for the cluster it does nothing: the sync is the truth. A
+// namespace that is invalid or over the size bound, or new to a cluster
+// holding as many as its bound allows, is not learned (and is counted).
 func (n *Cache) Observe(tenantID, clusterID int64, committed, provisional *corev1.Namespace) {
 	o := &observation{}
 	if committed != nil {
 		c, _, err := cleanNamespace(committed)
 		if err != nil {
+			n.refused.WithLabelValues("invalid").Inc()
 			return
 		}
 		o.committed, o.name = c, c.Name
 	}
 	if provisional != nil {
 		p, _, err := cleanNamespace(provisional)
-		if err != nil || o.name != "" && p.Name != o.name {
+		if err != nil {
+			n.refused.WithLabelValues("invalid").Inc()
+			return
+		}
+		if o.name != "" && p.Name != o.name {
 			return
 		}
 		o.provisional, o.name = p, p.Name
@@ -168,15 +200,25 @@ func (n *Cache) Observe(tenantID, clusterID int64, committed, provisional *corev
 	if o.name == "" {
 		return
 	}
-	inv, ok := n.lru.Peek(clusterKey{tenantID, clusterID})
+	key := clusterKey{tenantID, clusterID}
+	inv, ok := n.lru.Peek(key)
 	if ok {
 		if inv.Synced(time.Now()) {
 			return
 		}
+		if !inv.admits(o.name) {
+			n.refused.WithLabelValues("over_bound").Inc()
+			return
+		}
 		inv.observe(o)
 	}
-	n.enqueueObserved(inv, o, func(ctx context.Context) error {
-		return n.store.Observe(ctx, tenantID, clusterID, o.committed, o.provisional)
+	n.enqueueObserved(key, inv, o, func(ctx context.Context) error {
+		err := n.store.Observe(ctx, tenantID, clusterID, o.committed, o.provisional)
+		if errors.Is(err, errOverBound) {
+			n.refused.WithLabelValues("over_bound").Inc()
+			return nil
+		}
+		return err
 	})
 }
 
@@ -200,7 +242,7 @@ func (n *Cache) LearnNamespaceTerminating(tenantID, clusterID int64, name string
 			inv.observe(o)
 		}
 	}
-	n.enqueueObserved(inv, o, func(ctx context.Context) error {
+	n.enqueueObserved(clusterKey{tenantID, clusterID}, inv, o, func(ctx context.Context) error {
 		err := n.store.MarkNamespaceTerminating(ctx, tenantID, clusterID, name, now)
 		if fault.ErrorCode(err) == fault.NotFound {
 			return nil
@@ -212,24 +254,15 @@ func (n *Cache) LearnNamespaceTerminating(tenantID, clusterID int64, name string
 // enqueueObserved queues the write of an observation; once it has been
 // tried (or dropped), inv stops keeping o across reloads. inv or o may be
 // nil when nothing was set in memory.
-func (n *Cache) enqueueObserved(inv *Cluster, o *observation, write func(context.Context) error) {
+func (n *Cache) enqueueObserved(key clusterKey, inv *Cluster, o *observation, write func(context.Context) error) {
 	done := func() {
 		if inv != nil && o != nil {
 			inv.written(o)
 		}
 	}
-	if !n.enqueue(func(ctx context.Context) error { defer done(); return write(ctx) }) {
-		done()
-	}
-}
-
-func (n *Cache) enqueue(fn func(context.Context) error) bool {
-	select {
-	case n.queue <- fn:
-		return true
-	default:
+	if !n.queue.write(key, func(ctx context.Context) error { defer done(); return write(ctx) }) {
 		n.dropped.Inc()
-		return false
+		done()
 	}
 }
 
@@ -237,11 +270,14 @@ func (n *Cache) enqueue(fn func(context.Context) error) bool {
 // full reload of the cached inventories after every (re)connect.
 func (n *Cache) Subscribe(l *pgnotify.Listener) {
 	l.Subscribe(ChannelNamespaces, n.notified)
-	l.OnConnect(func() {
-		for _, k := range n.lru.Keys() {
-			n.enqueue(func(context.Context) error { _, err := n.load(k); return err })
-		}
-	})
+	l.OnConnect(n.resync)
+}
+
+// resync asks for every cached cluster to be reloaded from the database.
+func (n *Cache) resync() {
+	for _, k := range n.lru.Keys() {
+		n.queue.refresh(k, "")
+	}
 }
 
 func (n *Cache) notified(payload string) {
@@ -266,31 +302,34 @@ func (n *Cache) notified(payload string) {
 		}
 		return
 	}
-	n.enqueue(func(ctx context.Context) error {
-		if name == "" {
-			_, err := n.load(key)
-			return err
-		}
-		committed, err := n.store.GetNamespace(ctx, t, c, name)
+	n.queue.refresh(key, name)
+}
+
+// refreshNames reads names of the cluster again from the database.
+func (n *Cache) refreshNames(ctx context.Context, key clusterKey, names []string) error {
+	for _, name := range names {
+		committed, err := n.store.GetNamespace(ctx, key.tenant, key.cluster, name)
 		if err != nil && fault.ErrorCode(err) != fault.NotFound {
 			return err
 		}
-		prov, err := n.store.GetProvisional(ctx, t, c, name)
+		prov, err := n.store.GetProvisional(ctx, key.tenant, key.cluster, name)
 		if err != nil && fault.ErrorCode(err) != fault.NotFound {
 			return err
 		}
 		if inv, ok := n.lru.Peek(key); ok {
 			inv.set(name, committed, prov)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
-// Run writes learned namespaces, applies notified changes and expires
-// provisional namespaces until ctx ends.
+// Run writes learned namespaces, applies notified changes, expires
+// provisional namespaces and resyncs the cached clusters until ctx ends.
 func (n *Cache) Run(ctx context.Context) error {
 	expire := time.NewTicker(provisionalExpiryEvery(n.cfg.ProvisionalTTL))
 	defer expire.Stop()
+	resync := time.NewTicker(n.cfg.ResyncInterval)
+	defer resync.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -299,13 +338,38 @@ func (n *Cache) Run(ctx context.Context) error {
 			if err := n.expireProvisional(ctx); err != nil && ctx.Err() == nil {
 				n.cfg.Logger.Warn("namespace inventory expiry failed; trying again later", "error", err)
 			}
-		case fn := <-n.queue:
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := fn(wctx); err != nil && ctx.Err() == nil {
-				n.writeErrors.Inc()
-				n.cfg.Logger.Warn("namespace inventory update failed", "error", err)
+		case <-resync.C:
+			n.resync()
+		case <-n.queue.wake:
+			n.drain(ctx)
+		}
+	}
+}
+
+// drain runs the queued work, the clusters in turn, until none is left or
+// ctx ends.
+func (n *Cache) drain(ctx context.Context) {
+	for ctx.Err() == nil {
+		it, ok := n.queue.next()
+		if !ok {
+			return
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var err error
+		switch {
+		case it.write != nil:
+			err = it.write(wctx)
+		case it.reload:
+			if _, cached := n.lru.Peek(it.key); cached {
+				_, err = n.load(it.key)
 			}
-			cancel()
+		default:
+			err = n.refreshNames(wctx, it.key, it.names)
+		}
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			n.writeErrors.Inc()
+			n.cfg.Logger.Warn("namespace inventory update failed", "error", err)
 		}
 	}
 }

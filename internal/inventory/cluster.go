@@ -29,6 +29,9 @@ type Cluster struct {
 	// these again, so an observation never vanishes between being made and
 	// being stored.
 	pending map[string]*observation
+	// bound is how many namespaces (committed and provisional names
+	// together) the cluster may hold; 0 when unknown.
+	bound int
 }
 
 // observation is what one request on a namespace showed: committed is its
@@ -113,13 +116,52 @@ func (inv *Cluster) observe(o *observation) {
 // apply applies o; the caller holds mu. What the apiserver had stored
 // confirms or corrects what was proposed before it.
 func (inv *Cluster) apply(o *observation) {
-	if o.committed != nil {
+	// A stale oldObject (older than the committed object) changes nothing
+	// committed, and leaves what was proposed since in place.
+	if o.committed != nil && !inv.staleLocked(o.committed) {
 		inv.m[o.name] = o.committed
 		delete(inv.prov, o.name)
 	}
 	if o.provisional != nil {
 		inv.prov[o.name] = o.provisional
 	}
+}
+
+// staleLocked reports whether committed is older than the committed object
+// of its name; the caller holds mu.
+func (inv *Cluster) staleLocked(committed *corev1.Namespace) bool {
+	cur, ok := inv.m[committed.Name]
+	return ok && olderVersion(committed.ResourceVersion, cur.ResourceVersion)
+}
+
+// admits reports whether the inventory may take a namespace of this name:
+// one it holds already, or a new one within bound (committed and
+// provisional names together).
+func (inv *Cluster) admits(name string) bool {
+	inv.mu.RLock()
+	defer inv.mu.RUnlock()
+	bound := inv.bound
+	if bound <= 0 {
+		return true // not loaded from the database: the store checks
+	}
+	_, c := inv.m[name]
+	_, p := inv.prov[name]
+	if c || p {
+		return true
+	}
+	n := len(inv.m)
+	for k := range inv.prov {
+		if _, ok := inv.m[k]; !ok {
+			n++
+		}
+	}
+	return n < bound
+}
+
+func (inv *Cluster) setBound(b int) {
+	inv.mu.Lock()
+	inv.bound = b
+	inv.mu.Unlock()
 }
 
 // written forgets an observation once its write has been attempted: from

@@ -284,6 +284,13 @@ func (s *Store) ReplaceCRDs(ctx context.Context, tenantID, clusterID int64, crds
 			}
 			return err
 		}
+		b, err := s.bounds(ctx, tx, tenantID)
+		if err != nil {
+			return err
+		}
+		if len(names) > b.CRDs {
+			return tooMany(kindCRDList, field.NewPath("items"), len(names), b.CRDs, "CRDs")
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM cluster_crds WHERE tenant_id = $1 AND cluster_id = $2 AND NOT (name = ANY($3))`,
 			tenantID, clusterID, names); err != nil {
 			return err

@@ -43,7 +43,8 @@ const SyncLease = 2 * time.Minute
 
 // Store reads and writes cluster inventories.
 type Store struct {
-	pool *pgxpool.Pool
+	pool     *pgxpool.Pool
+	defaults Bounds
 }
 
 // New returns a store on pool.

@@ -22,8 +22,9 @@ import (
 
 var kindNamespace = corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind()
 
-// cleanNamespace copies ns without managedFields, with its type meta set,
-// and checks its name.
+// cleanNamespace copies ns without managedFields and kubectl's
+// last-applied annotation, with its type meta set, and checks its name and
+// size (bounds.go).
 func cleanNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, error) {
 	c, js, errs, err := checkNamespace(ns)
 	if len(errs) > 0 {
@@ -46,11 +47,14 @@ func checkNamespace(ns *corev1.Namespace) (*corev1.Namespace, []byte, field.Erro
 		return nil, nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), ns.Name, strings.Join(msgs, "; "))}, nil
 	}
 	c := ns.DeepCopy()
-	c.ManagedFields = nil
+	stripNamespace(c)
 	c.APIVersion, c.Kind = "v1", "Namespace"
 	js, err := json.Marshal(c)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if errs := checkNamespaceSize(c, js); len(errs) > 0 {
+		return nil, nil, errs, nil
 	}
 	errs, err := pgtext.JSONErrors(js)
 	if err != nil || len(errs) > 0 {
@@ -148,6 +152,30 @@ func (s *Store) Observe(ctx context.Context, tenantID, clusterID int64, committe
 		if !learning {
 			return nil
 		}
+		b, err := s.bounds(ctx, tx, tenantID)
+		if err != nil {
+			return err
+		}
+		if n, known, err := namespaceCount(ctx, tx, tenantID, clusterID, name); err != nil {
+			return err
+		} else if !known && n >= b.Namespaces {
+			return errOverBound
+		}
+		if cjs != nil {
+			// An oldObject older than the committed object (two requests
+			// racing, or replicas writing out of order) is stale: it
+			// neither replaces that object nor confirms or corrects what
+			// was proposed since.
+			var storedRV string
+			err := tx.QueryRow(ctx, `SELECT coalesce(object->'metadata'->>'resourceVersion', '') FROM cluster_namespaces
+				WHERE tenant_id = $1 AND cluster_id = $2 AND name = $3 FOR UPDATE`, tenantID, clusterID, name).Scan(&storedRV)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if olderVersion(committed.ResourceVersion, storedRV) {
+				cjs = nil
+			}
+		}
 		if cjs != nil {
 			if _, err := tx.Exec(ctx, `INSERT INTO cluster_namespaces (tenant_id, cluster_id, name, object, source)
 				VALUES ($1, $2, $3, $4, 'observed')
@@ -220,10 +248,7 @@ func (s *Store) replaceNamespaces(ctx context.Context, tenantID, clusterID int64
 			return err
 		}
 		if len(nsErrs) > 0 {
-			for _, c := range nsErrs {
-				c.Field = field.NewPath("items").Index(i).String() + "." + c.Field
-				errs = append(errs, c)
-			}
+			errs = append(errs, under(field.NewPath("items").Index(i), nsErrs)...)
 			continue
 		}
 		if seen[ns.Name] {
@@ -237,6 +262,13 @@ func (s *Store) replaceNamespaces(ctx context.Context, tenantID, clusterID int64
 		return invalid(kindNamespaceList, "", errs)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b, err := s.bounds(ctx, tx, tenantID)
+		if err != nil {
+			return err
+		}
+		if len(names) > b.Namespaces {
+			return tooMany(kindNamespaceList, field.NewPath("items"), len(names), b.Namespaces, "namespaces")
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM cluster_namespaces WHERE tenant_id = $1 AND cluster_id = $2 AND NOT (name = ANY($3))`,
 			tenantID, clusterID, names); err != nil {
 			return err

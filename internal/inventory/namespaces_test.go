@@ -271,7 +271,9 @@ func TestReloadKeepsPendingLearnedNamespace(t *testing.T) {
 		t.Fatalf("after reload: team-x %v, only %v, prod %v; want true, true, false", learned, only, prod)
 	}
 	// Once written, the database is the truth again.
-	if err := (<-n.queue)(ctx); err != nil {
+	if it, ok := n.queue.next(); !ok || it.write == nil {
+		t.Fatalf("queued: %+v %v; want the learned write", it, ok)
+	} else if err := it.write(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(inv.pending) != 0 {

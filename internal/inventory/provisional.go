@@ -27,16 +27,22 @@ func (s *Store) ListProvisional(ctx context.Context, tenantID, clusterID int64) 
 }
 
 // ExpireAllProvisional deletes, in every tenant, the provisional namespaces
-// last proposed more than ttl ago, and returns the clusters that had any.
-// A proposal that nothing confirmed for that long was most likely rejected
-// after the gateway allowed it (or the namespace was never touched again):
-// kept for ever, such proposals only accumulate. Each affected cluster's
-// inventory is reloaded on every replica.
+// last proposed more than ttl ago that have no committed object, and
+// returns the clusters that had any. A created namespace that nothing
+// confirmed for that long was most likely rejected after the gateway
+// allowed it: kept for ever, such proposals only accumulate (within the
+// cluster's bound). A proposal over a committed object stays until a
+// committed source replaces it: dropping it would bring back labels known
+// to be older, and so silently undo a change (an exemption removed) that
+// was most likely stored. Each affected cluster's inventory is reloaded on
+// every replica.
 func (s *Store) ExpireAllProvisional(ctx context.Context, ttl time.Duration) ([]clusterKey, error) {
 	var keys []clusterKey
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `WITH gone AS (
-				DELETE FROM cluster_namespaces_provisional WHERE updated_at < now() - $1::interval
+				DELETE FROM cluster_namespaces_provisional p WHERE updated_at < now() - $1::interval
+				AND NOT EXISTS (SELECT 1 FROM cluster_namespaces c
+					WHERE c.tenant_id = p.tenant_id AND c.cluster_id = p.cluster_id AND c.name = p.name)
 				RETURNING tenant_id, cluster_id)
 			SELECT DISTINCT tenant_id, cluster_id FROM gone ORDER BY 1, 2`,
 			fmt.Sprintf("%d milliseconds", ttl.Milliseconds()))

@@ -92,6 +92,10 @@ func TestCacheExpiresProvisional(t *testing.T) {
 	wg.Go(func() { _ = n.Run(rctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
+	// Issue 30, finding 1: an UPDATE of prod that removes its exemption
+	// label is a proposal over a committed object; expiry never drops it,
+	// or the older, exempt labels would apply again.
+	n.Observe(tenant, cluster, ns("prod", map[string]string{"exempt": "true"}), ns("prod", nil))
 	n.Observe(tenant, cluster, nil, ns("rejected-elsewhere", map[string]string{"env": "dev"}))
 	if _, ok := inv.ProvisionalNamespace("rejected-elsewhere"); !ok {
 		t.Fatal("the proposal is not visible at once")
@@ -109,5 +113,11 @@ func TestCacheExpiresProvisional(t *testing.T) {
 	}
 	if _, ok := inv.Namespace("prod"); !ok {
 		t.Fatal("a committed namespace went with the expiry")
+	}
+	if _, ok := inv.ProvisionalNamespace("prod"); !ok {
+		t.Fatal("the expiry dropped a proposal over a committed namespace: its older labels apply again")
+	}
+	if _, err := s.GetProvisional(ctx, tenant, cluster, "prod"); err != nil {
+		t.Fatalf("the proposal over a committed namespace in the database: %v", err)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
@@ -73,12 +75,20 @@ func (s *Store) Sync(ctx context.Context, tenantID, clusterID int64, p SyncPush)
 		if err != nil {
 			return time.Time{}, err
 		}
-		for _, c := range nsErrs {
-			c.Field = field.NewPath("namespaces").Index(i).String() + "." + c.Field
-			errs = append(errs, c)
-		}
+		errs = append(errs, under(field.NewPath("namespaces").Index(i), nsErrs)...)
 		if len(nsErrs) == 0 {
 			rows = append(rows, row{ns.Name, js})
+		}
+	}
+	// A deleted name is checked as a pushed one is: the sync reads names
+	// from the apiserver, so a malformed one is a client's error, not a
+	// no-op to let through.
+	for i, name := range p.Deleted {
+		at := field.NewPath("deleted").Index(i)
+		if name == "" {
+			errs = append(errs, field.Required(at, ""))
+		} else if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(at, name, strings.Join(msgs, "; ")))
 		}
 	}
 	if len(errs) > 0 {
@@ -105,6 +115,17 @@ func (s *Store) Sync(ctx context.Context, tenantID, clusterID int64, p SyncPush)
 		if _, err := tx.Exec(ctx, `DELETE FROM cluster_namespaces_provisional WHERE tenant_id = $1 AND cluster_id = $2 AND name = ANY($3)`,
 			tenantID, clusterID, names); err != nil {
 			return err
+		}
+		if len(rows) > 0 {
+			b, err := s.bounds(ctx, tx, tenantID)
+			if err != nil {
+				return err
+			}
+			if n, _, err := namespaceCount(ctx, tx, tenantID, clusterID, ""); err != nil {
+				return err
+			} else if n > b.Namespaces {
+				return tooMany(kindNamespaceList, field.NewPath("namespaces"), n, b.Namespaces, "namespaces")
+			}
 		}
 		for _, name := range names {
 			if err := pgnotify.Notify(ctx, tx, ChannelNamespaces, fmt.Sprintf("%d:%d:%s", tenantID, clusterID, name)); err != nil {

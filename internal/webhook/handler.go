@@ -308,6 +308,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res.UnknownNamespace != "" {
 		h.Metrics.unknownNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
 	}
+	if res.PendingNamespace {
+		h.Metrics.pendingNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
+	}
 	if res.MissingCRD {
 		h.Metrics.missingCRD.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
 	}
@@ -373,11 +376,20 @@ func (h *Handler) evalBudget(r *http.Request) time.Duration {
 // provisional until an oldObject confirms it. A denied or dry-run request
 // proposes nothing: a denied UPDATE adding an exemption label must not
 // change what later requests see.
+//
+// Traffic authenticated only by a URL secret commits nothing: that secret
+// is in the webhook configuration, a GitOps repo or an apiserver error, so
+// whoever read it could forge a review whose oldObject carries an
+// exemption label. Such traffic may only propose (which only tightens).
 func (h *Handler) learn(id tenancy.Identity, req *evaluator.Request, allowed bool) {
 	if req.Resource.Group != "" || req.Resource.Resource != "namespaces" {
 		return
 	}
+	commits := id.CredentialType != tenancy.CredentialURL
 	committed := namespaceOf(req.OldObject)
+	if !commits {
+		committed = nil
+	}
 	var provisional *corev1.Namespace
 	if allowed && !req.DryRun && req.SubResource == "" && (req.Operation == "CREATE" || req.Operation == "UPDATE") {
 		provisional = namespaceOf(req.Object)
@@ -388,7 +400,7 @@ func (h *Handler) learn(id tenancy.Identity, req *evaluator.Request, allowed boo
 	if h.Observe != nil && (committed != nil || provisional != nil) {
 		h.Observe(id.TenantID, id.ClusterID, committed, provisional)
 	}
-	if req.Operation == "DELETE" && req.SubResource == "" && allowed && !req.DryRun && h.LearnTerminating != nil && req.Name != "" {
+	if commits && req.Operation == "DELETE" && req.SubResource == "" && allowed && !req.DryRun && h.LearnTerminating != nil && req.Name != "" {
 		h.LearnTerminating(id.TenantID, id.ClusterID, req.Name)
 	}
 }

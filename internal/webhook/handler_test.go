@@ -145,6 +145,8 @@ func newFixture(t testing.TB) *fixture {
 			switch r.Header.Get("Authorization") {
 			case "Bearer good":
 				return tenancy.Identity{TenantID: 7, TenantName: "acme", ClusterID: 3, ClusterName: "prod"}, nil
+			case "Bearer url-secret": // stands for a URL secret's path
+				return tenancy.Identity{TenantID: 7, TenantName: "acme", ClusterID: 3, ClusterName: "prod", CredentialType: tenancy.CredentialURL}, nil
 			case "Bearer other-tenant":
 				return tenancy.Identity{}, &fault.Error{Code: fault.Forbidden, Message: "forbidden", Reason: "tenant mismatch"}
 			}
@@ -405,17 +407,23 @@ func TestNamespaceLearning(t *testing.T) {
 		wantLearned    int // provisional
 		wantCommitted  int
 		wantTerminated int
+		urlSecret      bool // authenticated by a URL secret only
 	}{
-		{"allowed create is provisional", "CREATE", goodNS, "", false, 1, 0, 0},
-		{"allowed update is provisional", "UPDATE", goodNS, "", false, 1, 0, 0},
-		{"the oldObject of an update is committed", "UPDATE", goodNS, badNS, false, 1, 1, 0},
-		{"denied update never changes the inventory", "UPDATE", badNS, "", false, 0, 0, 0},
-		{"a denied update's oldObject is still committed", "UPDATE", badNS, goodNS, false, 0, 1, 0},
-		{"dry run never changes the inventory", "CREATE", goodNS, "", true, 0, 0, 0},
-		{"a dry run's oldObject is still committed", "UPDATE", goodNS, goodNS, true, 0, 1, 0},
-		{"delete marks terminating", "DELETE", `null`, "", false, 0, 0, 1},
-		{"delete commits its oldObject", "DELETE", `null`, goodNS, false, 0, 1, 1},
-		{"dry-run delete", "DELETE", `null`, "", true, 0, 0, 0},
+		{"allowed create is provisional", "CREATE", goodNS, "", false, 1, 0, 0, false},
+		{"allowed update is provisional", "UPDATE", goodNS, "", false, 1, 0, 0, false},
+		{"the oldObject of an update is committed", "UPDATE", goodNS, badNS, false, 1, 1, 0, false},
+		{"denied update never changes the inventory", "UPDATE", badNS, "", false, 0, 0, 0, false},
+		{"a denied update's oldObject is still committed", "UPDATE", badNS, goodNS, false, 0, 1, 0, false},
+		{"dry run never changes the inventory", "CREATE", goodNS, "", true, 0, 0, 0, false},
+		{"a dry run's oldObject is still committed", "UPDATE", goodNS, goodNS, true, 0, 1, 0, false},
+		{"delete marks terminating", "DELETE", `null`, "", false, 0, 0, 1, false},
+		{"delete commits its oldObject", "DELETE", `null`, goodNS, false, 0, 1, 1, false},
+		{"dry-run delete", "DELETE", `null`, "", true, 0, 0, 0, false},
+		// Issue 30, finding 2: a URL secret's holder may propose (which
+		// only tightens), never commit.
+		{"url secret: an update proposes, its oldObject commits nothing", "UPDATE", goodNS, badNS, false, 1, 0, 0, true},
+		{"url secret: a denied update's oldObject commits nothing", "UPDATE", badNS, goodNS, false, 0, 0, 0, true},
+		{"url secret: a delete marks nothing terminating", "DELETE", `null`, goodNS, false, 0, 0, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,6 +439,9 @@ func TestNamespaceLearning(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer good")
+			if tt.urlSecret {
+				req.Header.Set("Authorization", "Bearer url-secret")
+			}
 			rec := httptest.NewRecorder()
 			f.h.ServeHTTP(rec, req)
 			if rec.Code != 200 {

@@ -36,6 +36,7 @@ type Metrics struct {
 	coldUnavailable  prometheus.Counter
 	misdirected      prometheus.Counter
 	unknownNamespace *prometheus.CounterVec
+	pendingNamespace *prometheus.CounterVec
 	missingCRD       *prometheus.CounterVec
 	mutations        *prometheus.CounterVec
 	mutationFailures *prometheus.CounterVec
@@ -116,6 +117,10 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 			Name: "portcullis_webhook_unknown_namespace_total",
 			Help: "Requests in a namespace the cluster's inventory lacks, where a binding needed it: upload the inventory (admin namespaces import).",
 		}, []string{"tenant", "cluster"}),
+		pendingNamespace: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_webhook_pending_namespace_total",
+			Help: "Requests where a binding read namespaceObject of a namespace whose stored object a change the gateway allowed, and nothing confirmed yet, supersedes: the namespace is unknown to it and its failurePolicy decides (also counted in portcullis_webhook_unknown_namespace_total). Run the namespace sync, or upload, to confirm.",
+		}, []string{"tenant", "cluster"}),
 		missingCRD: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portcullis_inventory_crd_missing_total",
 			Help: "Requests for a custom resource whose CustomResourceDefinition the cluster's inventory lacks, where a binding needed it: upload the CRDs (admin crds import).",
@@ -135,7 +140,7 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.evaluation, m.tenantSeconds, m.tenantEvalSecs, m.rejections, m.failOpen, m.failClosed,
-			m.panics, m.authFailures, m.coldUnavailable, m.misdirected, m.unknownNamespace, m.missingCRD,
+			m.panics, m.authFailures, m.coldUnavailable, m.misdirected, m.unknownNamespace, m.pendingNamespace, m.missingCRD,
 			m.mutations, m.mutationFailures, m.limited,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "portcullis_evaluator_exact_reevaluations_total",
