@@ -108,6 +108,8 @@ func sortObjects(objs []runtime.Object, err error) ([]runtime.Object, error) {
 	return objs, err
 }
 
+// staticTypeConverter is client-go's, with which the gateway types the
+// built-in kinds it knows (generateBuiltinOpenAPI asks it which).
 var staticTypeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
 
 func newMutatingPlugin(tb testing.TB, w *world) *mutatingPlugin {
