@@ -87,8 +87,9 @@ var crdConverters = func() *lru.Cache[crdConverterKey, *crdConverter] {
 }()
 
 // typeConverter mirrors the plugin's GetTypeConverter for the request's
-// kind: the static converter of the built-in kinds, else the one of the
-// custom resource's CRD in the cluster's inventory. Without that CRD there
+// kind: the converter of a built-in group-version the apiserver publishes
+// (builtin_typeconverter.go), else the one of the custom resource's CRD in
+// the cluster's inventory. Without that CRD there
 // is none (the plugin's 503), and the Result says so, for the admin to
 // import it.
 func (m *mutator) typeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -14,12 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -36,37 +33,6 @@ import (
 // unstructured.
 
 var objectInterfaces = admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme)
-
-// The type converter of the built-in kinds, from the OpenAPI models
-// client-go embeds. Building it parses them (tens of milliseconds), so it
-// is made on first use.
-var (
-	typeConverterOnce sync.Once
-	staticConverter   managedfields.TypeConverter
-	convertibleKinds  sync.Map // schema.GroupVersionKind -> bool
-)
-
-// typeConverterFor mirrors the plugin's typeConverterManager without
-// discovery: the static converter when it knows the kind, else nil.
-func typeConverterFor(gvk schema.GroupVersionKind) managedfields.TypeConverter {
-	typeConverterOnce.Do(func() {
-		staticConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
-	})
-	if ok, seen := convertibleKinds.Load(gvk); seen {
-		if ok.(bool) {
-			return staticConverter
-		}
-		return nil
-	}
-	stub := &unstructured.Unstructured{}
-	stub.SetGroupVersionKind(gvk)
-	_, err := staticConverter.ObjectToTyped(stub)
-	convertibleKinds.Store(gvk, err == nil)
-	if err != nil {
-		return nil
-	}
-	return staticConverter
-}
 
 // load makes the request's objects what the plugin holds: typed for a kind
 // of the client-go scheme, unstructured otherwise.

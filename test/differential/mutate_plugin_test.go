@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 // mutatingPlugin is the real MutatingAdmissionPolicy plugin wired to fake
@@ -41,11 +43,12 @@ import (
 // cannot serve (FakeDiscovery.OpenAPIV3 panics). So its dispatcher
 // factory is swapped, before the plugin is initialised, for one that
 // builds the same dispatcher (mutating.NewDispatcher) with a
-// TypeConverterManager whose static converter is client-go's, over the
-// built-in kinds' OpenAPI models, and whose OpenAPI client lists no
-// group-versions: a kind that converter does not know has no converter,
-// as in a cluster that lacks its CRD. The factory is an unexported field
-// of generic.Plugin, hence the reflection.
+// TypeConverterManager made as the plugin makes it (no static converter)
+// over an OpenAPI client that serves the documents a kube-apiserver
+// publishes for its built-in group-versions (builtinOpenAPI), and those
+// of the CRDs a test gives: a kind of another group-version has no
+// converter, as in a cluster that lacks its CRD. The factory is an
+// unexported field of generic.Plugin, hence the reflection.
 type mutatingPlugin struct {
 	plugin *mutating.Plugin
 	stop   chan struct{}
@@ -105,23 +108,18 @@ func sortObjects(objs []runtime.Object, err error) ([]runtime.Object, error) {
 	return objs, err
 }
 
-// noOpenAPI is an OpenAPI v3 client that lists nothing.
-type noOpenAPI struct{}
-
-func (noOpenAPI) Paths() (map[string]openapi.GroupVersion, error) {
-	return map[string]openapi.GroupVersion{}, nil
-}
-
+// staticTypeConverter is client-go's, with which the gateway types the
+// built-in kinds it knows (generateBuiltinOpenAPI asks it which).
 var staticTypeConverter = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
 
 func newMutatingPlugin(tb testing.TB, w *world) *mutatingPlugin {
 	tb.Helper()
-	return newMutatingPluginWith(tb, w, noOpenAPI{})
+	return newMutatingPluginWith(tb, w, nil)
 }
 
 // newMutatingPluginWith is newMutatingPlugin whose type converter manager
-// reads the OpenAPI v3 documents of the kinds client-go does not know
-// from oapi, as the plugin reads them from its apiserver.
+// also reads the OpenAPI v3 documents of oapi (CRDs'), as the plugin reads
+// them from its apiserver.
 func newMutatingPluginWith(tb testing.TB, w *world, oapi openapi.Client) *mutatingPlugin {
 	tb.Helper()
 	c := newFakeCluster(tb, w)
@@ -129,7 +127,10 @@ func newMutatingPluginWith(tb testing.TB, w *world, oapi openapi.Client) *mutati
 	if err != nil {
 		tb.Fatal(err)
 	}
-	types := patch.NewTypeConverterManager(staticTypeConverter, oapi)
+	types := builtinTypeConverters()
+	if oapi != nil {
+		types = patch.NewTypeConverterManager(nil, builtinOpenAPI{extra: oapi})
+	}
 	factory := func(a authorizer.UnconditionalAuthorizer, m *matching.Matcher, _ kubernetes.Interface) generic.Dispatcher[mutating.PolicyHook] {
 		return orderedDispatcher{mutating.NewDispatcher(a, m, types)}
 	}
@@ -153,8 +154,21 @@ func newMutatingPluginWith(tb testing.TB, w *world, oapi openapi.Client) *mutati
 	if !p.WaitForReady() {
 		tb.Fatal("plugin not ready")
 	}
+	// The dispatcher's manager lists the documents in the background.
+	testutil.Eventually(tb, 0, "the plugin to list the OpenAPI documents", func() bool {
+		return types.GetTypeConverter(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) != nil
+	})
 	return &mutatingPlugin{plugin: p, stop: stop, types: types}
 }
+
+// builtinTypeConverters is one type converter manager over the built-in
+// documents for all plugins without CRDs, so that each document is
+// parsed once (api/v1's takes about a second).
+var builtinTypeConverters = sync.OnceValue(func() patch.TypeConverterManager {
+	m := patch.NewTypeConverterManager(nil, builtinOpenAPI{})
+	go m.Run(context.Background())
+	return m
+})
 
 func (a *mutatingPlugin) close() { close(a.stop) }
 

@@ -135,6 +135,8 @@ func checkBeyondCreate(t *testing.T, g *gateway, cs kubernetes.Interface, cluste
 		t.Fatalf("after the denied scale: %v, %v; want 10 replicas", err, got)
 	}
 
+	checkScaleCapped(t, g, cs)
+
 	// The scale's denial is recorded after the kube-system Pod and the exec:
 	// once it is there, the gateway would have recorded them too.
 	// One or more: the apiserver runs validating admission of an update

@@ -1,0 +1,108 @@
+package evaluator
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestBuiltinTypeConverter: every published built-in group-version has a
+// converter, which types the kinds of its document only.
+func TestBuiltinTypeConverter(t *testing.T) {
+	tests := []struct {
+		gvk     schema.GroupVersionKind
+		tc      bool   // a converter at all
+		typeErr string // ObjectToTyped's error
+	}{
+		{gvk: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, tc: true},
+		{gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, tc: true},
+		// In client-go's scheme, not in its models: from the v1 document.
+		{gvk: schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, tc: true},
+		{gvk: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenReview"}, tc: true},
+		// Not in their group-version's document.
+		{gvk: schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, tc: true,
+			typeErr: "no corresponding type for autoscaling/v1, Kind=Scale"},
+		{gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, tc: true,
+			typeErr: "no corresponding type for /v1, Kind=PodExecOptions"},
+		// client-go's models have it; the apiserver's policy/v1 document
+		// does not.
+		{gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, tc: true,
+			typeErr: "no corresponding type for policy/v1, Kind=Eviction"},
+		{gvk: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, tc: true,
+			typeErr: "no corresponding type for authentication.k8s.io/v1, Kind=TokenRequest"},
+		// Not published by a v1.37 apiserver, or a custom resource.
+		{gvk: schema.GroupVersionKind{Group: "extensions", Version: "v1beta1", Kind: "Deployment"}},
+		{gvk: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.gvk.String(), func(t *testing.T) {
+			conv := typeConverterFor(tc.gvk)
+			if (conv != nil) != tc.tc {
+				t.Fatalf("converter %v, want %v", conv != nil, tc.tc)
+			}
+			if conv == nil {
+				return
+			}
+			stub := &unstructured.Unstructured{}
+			stub.SetGroupVersionKind(tc.gvk)
+			_, err := conv.ObjectToTyped(stub)
+			if got := errString(err); got != tc.typeErr {
+				t.Fatalf("ObjectToTyped: %q, want %q", got, tc.typeErr)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestMutateScale: a policy on deployments/scale caps a Scale's replicas
+// with a JSON patch; an apply configuration fails as in the plugin, whose
+// autoscaling/v1 document lacks Scale.
+func TestMutateScale(t *testing.T) {
+	scale := map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+		"metadata": map[string]any{"name": "web", "namespace": "default"},
+		"spec":     map[string]any{"replicas": int64(9)}, "status": map[string]any{"replicas": int64(2)}}
+	gvk := schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	tests := []struct {
+		name      string
+		m         mutation
+		wantPatch string
+		wantDeny  string
+	}{
+		{"json patch", jsonPatch(`object.spec.replicas > 5 ? [JSONPatch{op: "replace", path: "/spec/replicas", value: 5}] : []`),
+			`[{"op":"replace","path":"/spec/replicas","value":5}]`, ""},
+		{"apply configuration", applyConfig(`Object{spec: Object.spec{replicas: 5}}`), "",
+			"error applying patch: failed to convert patch object to typed object: no corresponding type for autoscaling/v1, Kind=Scale"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := newMAP("cap", admissionregistrationv1.NeverReinvocationPolicy, tc.m)
+			p.Spec.MatchConstraints.ResourceRules = []admissionregistrationv1.NamedRuleWithOperations{
+				rule([]string{"UPDATE"}, []string{"apps"}, []string{"v1"}, []string{"deployments/scale"})}
+			s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
+				MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
+			r := &Request{Kind: gvk, Resource: gvr, SubResource: "scale", RequestKind: gvk, RequestResource: gvr, RequestSubResource: "scale",
+				Namespace: "default", Name: "web", Operation: "UPDATE", Object: scale, OldObject: scale}
+			res := s.Mutate(context.Background(), r, nil)
+			if tc.wantDeny != "" {
+				if res.Allowed || res.Status == nil || !strings.Contains(res.Status.Message, tc.wantDeny) {
+					t.Fatalf("want a denial with %q, got %+v", tc.wantDeny, res.Status)
+				}
+				return
+			}
+			if !res.Allowed || string(res.Patch) != tc.wantPatch {
+				t.Fatalf("allowed %v status %+v patch %s, want %s", res.Allowed, res.Status, res.Patch, tc.wantPatch)
+			}
+		})
+	}
+}

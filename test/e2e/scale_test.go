@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// capReplicas caps the replicas a scale of the Deployment "capped" asks
+// for at 5. The object of deployments/scale is an autoscaling/v1 Scale,
+// which the apiserver's autoscaling/v1 OpenAPI document lacks, so the
+// plugin (and the gateway) cannot merge an apply configuration into it:
+// a JSON patch does it.
+const capReplicas = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: cap-scale
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["UPDATE"]
+      resources: ["deployments/scale"]
+  matchConditions:
+  - name: capped
+    expression: object.metadata.name == "capped"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        object.spec.replicas > 5 ? [JSONPatch{op: "replace", path: "/spec/replicas", value: 5}] : []
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: cap-scale
+spec:
+  policyName: cap-scale
+`
+
+// checkScaleCapped scales a Deployment to 9 the way kubectl scale does (a
+// merge PATCH of deployments/scale), through the apiserver, and finds it
+// capped at 5 by the gateway's mutating webhook.
+func checkScaleCapped(t *testing.T, g *gateway, cs kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	g.runInput(t, []byte(capReplicas), "apply", "--tenant", tenant, "-f", "-")
+	deployments := cs.AppsV1().Deployments(namespace)
+	replicas := int32(1)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "capped"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "capped"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "capped"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "registry.example.com/shop/web:v1"}}},
+			},
+		},
+	}
+	if _, err := deployments.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment: %v", err)
+	}
+	// kubectl scale --replicas=n deployment/capped: a merge patch of the
+	// scale subresource, answered with the Scale stored.
+	scale := func(n int) (*autoscalingv1.Scale, error) {
+		s := &autoscalingv1.Scale{}
+		err := cs.AppsV1().RESTClient().Patch(types.MergePatchType).Namespace(namespace).Resource("deployments").
+			Name(d.Name).SubResource("scale").Body([]byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))).Do(ctx).Into(s)
+		return s, err
+	}
+	// The policy reaches the webhook's snapshot within a second.
+	eventually(t, 30*time.Second, "the scale to 9 to be capped at 5", func() bool {
+		s, err := scale(9)
+		if err != nil {
+			t.Fatalf("scale to 9: %v", err)
+		}
+		return s.Spec.Replicas == 5
+	})
+	stored, err := deployments.Get(ctx, d.Name, metav1.GetOptions{})
+	if err != nil || *stored.Spec.Replicas != 5 {
+		t.Fatalf("after the capped scale: %v, %v; want 5 replicas", err, stored)
+	}
+	// Below the cap, a scale is left as asked.
+	s, err := scale(3)
+	if err != nil || s.Spec.Replicas != 3 {
+		t.Fatalf("scale to 3: %v, %v; want 3 replicas", err, s)
+	}
+}
