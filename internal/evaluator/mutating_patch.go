@@ -21,6 +21,8 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator/objpatch"
 )
 
 // The mutations are applied by the apiserver's own patchers
@@ -125,12 +127,12 @@ func (st *mutationState) patch(sent map[string]any, first runtime.Object) (map[s
 	if !st.typed {
 		before = sent
 	}
-	final := merge3(sent, before, after)
-	ops := diffJSON(sent, final)
+	final := objpatch.Merge3(sent, before, after)
+	ops := objpatch.DiffJSON(sent, final)
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	return final.(map[string]any), marshalPatch(ops)
+	return final.(map[string]any), objpatch.MarshalPatch(ops)
 }
 
 // dispatchOne mirrors the plugin dispatcher's dispatchOne.

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 
 // A mutation's answer is an RFC 6902 patch from the request's object to the
 // final one. The final object is the request's JSON with the changes the
-// mutations made to the object as the plugin holds it (merge3); the patch
-// is the difference of the two (diffJSON): add, remove and replace over
+// mutations made to the object as the plugin holds it (Merge3); the patch
+// is the difference of the two (DiffJSON): add, remove and replace over
 // objects, arrays compared element by element, with elements added or
 // removed at the end.
 
@@ -24,11 +24,11 @@ type jsonOp struct {
 	value any
 }
 
-// merge3 carries the change from before to after over to sent, where
+// Merge3 carries the change from before to after over to sent, where
 // sent is before as the request spelled it: what did not change keeps
 // sent's form, what changed takes after's. Maps are merged key by key and
 // arrays position by position; anything else that changed is replaced.
-func merge3(sent, before, after any) any {
+func Merge3(sent, before, after any) any {
 	if jsonEqual(before, after) {
 		return sent
 	}
@@ -48,7 +48,7 @@ func merge3(sent, before, after any) any {
 			sv, inSent := s[k]
 			switch {
 			case inBefore && inSent:
-				out[k] = merge3(sv, bv, av)
+				out[k] = Merge3(sv, bv, av)
 			case inBefore && jsonEqual(bv, av):
 				// absent as sent, unchanged
 			default:
@@ -72,7 +72,7 @@ func merge3(sent, before, after any) any {
 		out := make([]any, len(a))
 		for i := range a {
 			if i < len(b) {
-				out[i] = merge3(s[i], b[i], a[i])
+				out[i] = Merge3(s[i], b[i], a[i])
 			} else {
 				out[i] = a[i]
 			}
@@ -82,8 +82,8 @@ func merge3(sent, before, after any) any {
 	return after
 }
 
-// diffJSON is the patch from a to b, map keys in sorted order.
-func diffJSON(a, b any) []jsonOp {
+// DiffJSON is the patch from a to b, map keys in sorted order.
+func DiffJSON(a, b any) []jsonOp {
 	var ops []jsonOp
 	diffAt(&ops, "", a, b)
 	return ops
@@ -155,8 +155,8 @@ func escapePointer(k string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
-// marshalPatch writes the operations as a JSON patch document.
-func marshalPatch(ops []jsonOp) []byte {
+// MarshalPatch writes the operations as a JSON patch document.
+func MarshalPatch(ops []jsonOp) []byte {
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	for i, o := range ops {

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ func typedRoundTrip(t *testing.T, gvk schema.GroupVersionKind, m map[string]any)
 
 func baselinePodJSON(t *testing.T) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile("../../samples/baseline/pod.json")
+	data, err := os.ReadFile("../../../samples/baseline/pod.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestCanonMatchesTypedRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, werr := typedRoundTrip(t, podGVK, in)
 			snapshot := runtime.DeepCopyJSON(in)
-			got, ok := canonObject(in, nil, podGVK)
+			got, ok := CanonObject(in, nil, podGVK)
 			if !reflect.DeepEqual(in, snapshot) {
 				t.Fatal("canon modified its input")
 			}
@@ -126,13 +126,13 @@ func TestCanonMatchesTypedRoundTrip(t *testing.T) {
 				w, _ := json.Marshal(want)
 				t.Fatalf("canon\n%s\nround trip\n%s", g, w)
 			}
-			again, ok := canonObject(got, nil, podGVK)
+			again, ok := CanonObject(got, nil, podGVK)
 			if !ok || !reflect.DeepEqual(again, got) {
 				t.Fatal("the canonical form is not a fixed point")
 			}
 			// What it shares with the canonical form is skipped, and the
 			// rest made canonical again.
-			again, ok = canonObject(in, got, podGVK)
+			again, ok = CanonObject(in, got, podGVK)
 			if !ok || !reflect.DeepEqual(again, got) {
 				t.Fatal("canon against the canonical form differs")
 			}

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"math"
@@ -368,11 +368,11 @@ func canonStruct(v, prev any, sh *shape) (any, bool, bool) {
 // dropped marks a field the canonical form leaves out.
 var dropped any = &struct{ byte }{}
 
-// canonObject is the canonical form of a built-in kind's object as the
+// CanonObject is the canonical form of a built-in kind's object as the
 // plugin holds it: the typed round trip, with the kind's apiVersion and
 // kind set as the decoder sets them. ok is false when canon declines.
 // prev, when not nil, is the canonical object m was made from.
-func canonObject(m, prev map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+func CanonObject(m, prev map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	sh := shapeOfKind(gvk)
 	if sh == nil || sh.kind != shStruct {
 		return nil, false

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"strconv"
@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// applyFast is patch.ApplyStructuredMergeDiff on the canonical JSON form
+// ApplyFast is patch.ApplyStructuredMergeDiff on the canonical JSON form
 // of the object. The plugin converts the whole live object to a typed
 // value (validating it) and merges the whole of it; here the apply
 // configuration alone is converted and validated as the plugin does, the
@@ -23,7 +23,7 @@ import (
 // object lacks) is merged by structured-merge-diff itself, on that node
 // alone. Whatever would be an error declines: the exact path gives the
 // plugin's message.
-func applyFast(tc managedfields.TypeConverter, live, patch map[string]any, gvk schema.GroupVersionKind, liveChecked bool) (map[string]any, bool) {
+func ApplyFast(tc managedfields.TypeConverter, live, patch map[string]any, gvk schema.GroupVersionKind, liveChecked bool) (map[string]any, bool) {
 	u := &unstructured.Unstructured{Object: patch}
 	u.SetGroupVersionKind(gvk)
 	pt, err := tc.ObjectToTyped(u)

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"encoding/json"
@@ -79,7 +79,7 @@ func mutateJSON(r *rand.Rand, v any, depth int) any {
 	return v
 }
 
-// TestDiffJSONApplies holds diffJSON to the JSON patch library the
+// TestDiffJSONApplies holds DiffJSON to the JSON patch library the
 // apiserver applies webhook patches with: applying the patch to the first
 // object gives the second.
 func TestDiffJSONApplies(t *testing.T) {
@@ -88,22 +88,22 @@ func TestDiffJSONApplies(t *testing.T) {
 		a := map[string]any{"root": randomJSON(r, 4), "x": randomJSON(r, 3)}
 		b := mutateJSON(r, a, 4).(map[string]any)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			ops := diffJSON(a, b)
+			ops := DiffJSON(a, b)
 			doc, _ := json.Marshal(a)
-			p, err := jsonpatch.DecodePatch(marshalPatch(ops))
+			p, err := jsonpatch.DecodePatch(MarshalPatch(ops))
 			if err != nil {
 				t.Fatal(err)
 			}
 			out, err := p.Apply(doc)
 			if err != nil {
-				t.Fatalf("%v: %s to %s", err, marshalPatch(ops), doc)
+				t.Fatalf("%v: %s to %s", err, MarshalPatch(ops), doc)
 			}
 			var got, want any
 			_ = json.Unmarshal(out, &got)
 			wb, _ := json.Marshal(b)
 			_ = json.Unmarshal(wb, &want)
 			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("patch %s\nfrom %s\ngot  %s\nwant %s", marshalPatch(ops), doc, out, wb)
+				t.Fatalf("patch %s\nfrom %s\ngot  %s\nwant %s", MarshalPatch(ops), doc, out, wb)
 			}
 			if jsonEqual(a, b) != (len(ops) == 0) {
 				t.Fatalf("equal %v but %d ops", jsonEqual(a, b), len(ops))
@@ -135,7 +135,7 @@ func TestMerge3(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := merge3(sent, before, after); !jsonEqual(got, want) {
+			if got := Merge3(sent, before, after); !jsonEqual(got, want) {
 				t.Fatalf("got %v, want %v", got, want)
 			}
 		})

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"bytes"
@@ -7,18 +7,18 @@ import (
 	"strings"
 )
 
-// fastOp is one JSON patch operation as the plugin builds it from a CEL
+// FastOp is one JSON patch operation as the plugin builds it from a CEL
 // JSONPatch value: the value already in its JSON form, decoded.
-type fastOp struct {
-	op, path string
-	value    any
-	hasValue bool
+type FastOp struct {
+	Op, Path string
+	Value    any
+	HasValue bool
 }
 
-// decodeJSONValue decodes the JSON the plugin hands the patch library,
+// DecodeJSONValue decodes the JSON the plugin hands the patch library,
 // numbers as int64 when they are integers, float64 otherwise, as the
 // gateway's decoder gives a request's numbers.
-func decodeJSONValue(b []byte) (any, bool) {
+func DecodeJSONValue(b []byte) (any, bool) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any
@@ -56,27 +56,27 @@ func numbersToGo(v any) (any, bool) {
 	return v, true
 }
 
-// applyJSONPatchFast applies add, remove and replace operations to the
+// ApplyJSONPatchFast applies add, remove and replace operations to the
 // canonical object with the semantics of gopkg.in/evanphx/json-patch.v4
 // (a replace of a missing object key adds it), copying what it changes.
 // Anything that library would refuse, and test, move and copy, declines.
-func applyJSONPatchFast(doc map[string]any, ops []fastOp) (map[string]any, bool) {
+func ApplyJSONPatchFast(doc map[string]any, ops []FastOp) (map[string]any, bool) {
 	var cur any = doc
 	for _, op := range ops {
-		if op.op != "remove" && !op.hasValue {
+		if op.Op != "remove" && !op.HasValue {
 			return nil, false
 		}
-		switch op.op {
+		switch op.Op {
 		case "add", "remove", "replace":
 		default:
 			return nil, false
 		}
 		// The plugin spells op and path with strconv.Quote, which is JSON
 		// only for printable text.
-		if !strings.HasPrefix(op.path, "/") || !printable(op.path) {
+		if !strings.HasPrefix(op.Path, "/") || !printable(op.Path) {
 			return nil, false
 		}
-		parts := strings.Split(op.path[1:], "/")
+		parts := strings.Split(op.Path[1:], "/")
 		for i, p := range parts {
 			parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
 		}
@@ -91,7 +91,7 @@ func applyJSONPatchFast(doc map[string]any, ops []fastOp) (map[string]any, bool)
 }
 
 // patchAt applies op at parts below node and returns node's copy.
-func patchAt(node any, parts []string, op fastOp) (any, bool) {
+func patchAt(node any, parts []string, op FastOp) (any, bool) {
 	key := parts[0]
 	last := len(parts) == 1
 	switch x := node.(type) {
@@ -109,9 +109,9 @@ func patchAt(node any, parts []string, op fastOp) (any, bool) {
 			out[key] = c
 			return out, ok
 		}
-		switch op.op {
+		switch op.Op {
 		case "add", "replace":
-			out[key] = op.value
+			out[key] = op.Value
 		case "remove":
 			if !has {
 				return nil, false
@@ -120,19 +120,19 @@ func patchAt(node any, parts []string, op fastOp) (any, bool) {
 		}
 		return out, true
 	case []any:
-		if last && op.op == "add" && key == "-" {
-			return append(x[:len(x):len(x)], op.value), true
+		if last && op.Op == "add" && key == "-" {
+			return append(x[:len(x):len(x)], op.Value), true
 		}
 		i, ok := arrayIndex(key)
 		if !ok {
 			return nil, false
 		}
-		if last && op.op == "add" {
+		if last && op.Op == "add" {
 			if i > len(x) {
 				return nil, false
 			}
 			out := make([]any, 0, len(x)+1)
-			out = append(append(append(out, x[:i]...), op.value), x[i:]...)
+			out = append(append(append(out, x[:i]...), op.Value), x[i:]...)
 			return out, true
 		}
 		if i >= len(x) {
@@ -147,12 +147,12 @@ func patchAt(node any, parts []string, op fastOp) (any, bool) {
 			out[i] = c
 			return out, true
 		}
-		if op.op == "remove" {
+		if op.Op == "remove" {
 			out := make([]any, 0, len(x)-1)
 			return append(append(out, x[:i]...), x[i+1:]...), true
 		}
 		out := append([]any(nil), x...)
-		out[i] = op.value
+		out[i] = op.Value
 		return out, true
 	}
 	// The library finds no container: an error.
