@@ -91,6 +91,12 @@ func TestImportRules(t *testing.T) {
 // forbiddenChains returns, for each first hop out of root that leads to a
 // forbidden package, the shortest chain root -> hop -> ... -> forbidden.
 func forbiddenChains(graph map[string]*pkg, root string, to *regexp.Regexp) [][]string {
+	return chainsTo(graph, root, func(path string) bool { return to.MatchString(trim(path)) })
+}
+
+// chainsTo is forbiddenChains for packages (full import paths) that
+// forbidden reports.
+func chainsTo(graph map[string]*pkg, root string, forbidden func(path string) bool) [][]string {
 	var chains [][]string
 	for _, hop := range graph[root].Imports {
 		prev := map[string]string{hop: ""}
@@ -98,7 +104,7 @@ func forbiddenChains(graph map[string]*pkg, root string, to *regexp.Regexp) [][]
 		for len(queue) > 0 {
 			cur := queue[0]
 			queue = queue[1:]
-			if to.MatchString(trim(cur)) {
+			if forbidden(cur) {
 				chain := []string{cur}
 				for p := prev[cur]; p != ""; p = prev[p] {
 					chain = append(chain, p)

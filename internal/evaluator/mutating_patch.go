@@ -127,12 +127,12 @@ func (st *mutationState) patch(sent map[string]any, first runtime.Object) (map[s
 	if !st.typed {
 		before = sent
 	}
-	final := objpatch.Merge3(sent, before, after)
-	ops := objpatch.DiffJSON(sent, final)
-	if len(ops) == 0 {
+	final := objpatch.CarryOver(sent, before, after)
+	patch := objpatch.Diff(sent, final)
+	if patch == nil {
 		return nil, nil
 	}
-	return final.(map[string]any), objpatch.MarshalPatch(ops)
+	return final.(map[string]any), patch
 }
 
 // dispatchOne mirrors the plugin dispatcher's dispatchOne.

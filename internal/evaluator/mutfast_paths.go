@@ -18,12 +18,13 @@ import (
 // the fields a policy's expressions read of object and oldObject are
 // found once, at compile time, from their syntax (readPaths), and the
 // typed view a policy's frames see is the struct decoded from the
-// canonical JSON pruned to them. Any use of object it cannot follow (the
-// whole object compared, passed to a function, indexed by a computed key,
-// a shadowing comprehension variable) reads the whole object.
+// canonical JSON cut to them (objpatch.KeepPaths). Any use of object it
+// cannot follow (the whole object compared, passed to a function, indexed
+// by a computed key, a shadowing comprehension variable) reads the whole
+// object.
 
 // typedPaths are what a policy's expressions read of its objects.
-type typedPaths struct{ object, oldObject objpatch.PathTrie }
+type typedPaths struct{ object, oldObject objpatch.FieldPaths }
 
 // readPaths adds the paths of object and oldObject that an expression
 // reads.
@@ -39,7 +40,7 @@ func (tp *typedPaths) readPaths(text string) {
 
 func (tp *typedPaths) visit(e celast.Expr) {
 	if root, path, ok := objectPath(e); ok {
-		tp.trie(root).Add(path)
+		tp.pathsOf(root).Add(path)
 		return
 	}
 	switch e.Kind() {
@@ -70,7 +71,7 @@ func (tp *typedPaths) visit(e celast.Expr) {
 	case celast.ComprehensionKind:
 		c := e.AsComprehension()
 		for _, v := range []string{c.IterVar(), c.IterVar2(), c.AccuVar()} {
-			if t := tp.trie(v); t != nil {
+			if t := tp.pathsOf(v); t != nil {
 				// A variable that shadows object: what it reads
 				// cannot be told from object's.
 				t.Add(nil)
@@ -82,7 +83,7 @@ func (tp *typedPaths) visit(e celast.Expr) {
 	}
 }
 
-func (tp *typedPaths) trie(name string) *objpatch.PathTrie {
+func (tp *typedPaths) pathsOf(name string) *objpatch.FieldPaths {
 	switch name {
 	case "object":
 		return &tp.object
@@ -128,7 +129,7 @@ func objectPath(e celast.Expr) (root string, path []string, ok bool) {
 
 // typedValue is the typed view of the object for expressions that read
 // t's paths of it (nil: all of it), decoded once per path set.
-func (l *lazyTyped) typedValue(t *objpatch.PathTrie) ref.Val {
+func (l *lazyTyped) typedValue(t *objpatch.FieldPaths) ref.Val {
 	if t == nil {
 		return l.value()
 	}
@@ -137,7 +138,7 @@ func (l *lazyTyped) typedValue(t *objpatch.PathTrie) ref.Val {
 			return pv.v
 		}
 	}
-	m, ok := objpatch.Prune(l.u.Object, t, l.kind.Kind)
+	m, ok := objpatch.KeepPaths(l.u.Object, t, l.kind.Kind)
 	if !ok {
 		return l.value()
 	}
@@ -147,7 +148,7 @@ func (l *lazyTyped) typedValue(t *objpatch.PathTrie) ref.Val {
 }
 
 type prunedView struct {
-	t *objpatch.PathTrie
+	t *objpatch.FieldPaths
 	v ref.Val
 }
 

@@ -21,11 +21,11 @@ var builtinConverter = sync.OnceValue(func() managedfields.TypeConverter {
 	return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
 })
 
-// TestApplyFastMatchesMerge holds ApplyFast to structured-merge-diff's
-// merge of the whole objects, as the plugin runs it, on random keyed
-// lists (the order of the result is the merge's subtlest part), nested
-// maps and scalars.
-func TestApplyFastMatchesMerge(t *testing.T) {
+// TestServerSideApplyMatchesMerge holds ServerSideApply to
+// structured-merge-diff's merge of the whole objects, as the plugin runs it,
+// on random keyed lists (the order of the result is the merge's subtlest
+// part), nested maps and scalars.
+func TestServerSideApplyMatchesMerge(t *testing.T) {
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	tc := builtinConverter()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -70,7 +70,7 @@ func TestApplyFastMatchesMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := ApplyFast(tc, live, copyJSON(patch), gvk, false)
+		got, ok := ServerSideApply(tc, live, copyJSON(patch), gvk, false)
 		if !ok {
 			continue
 		}
@@ -84,7 +84,7 @@ func TestApplyFastMatchesMerge(t *testing.T) {
 		}
 	}
 	if fast < 400 {
-		t.Errorf("ApplyFast answered %d of 500", fast)
+		t.Errorf("ServerSideApply answered %d of 500", fast)
 	}
 	t.Logf("%d compared", compared)
 }
@@ -96,11 +96,11 @@ func copyJSON(m map[string]any) map[string]any {
 	return out
 }
 
-// TestCheckLive holds checkLive to the plugin's conversion of the live
-// object: whatever that refuses, checkLive must refuse (it may refuse
-// more: items without keys, which the conversion accepts, it leaves to
-// the exact path), and a plain Pod it must accept.
-func TestCheckLive(t *testing.T) {
+// TestLiveConvertsToTyped holds liveConvertsToTyped to the plugin's
+// conversion of the live object: whatever that refuses, it must refuse (it
+// may refuse more: items without keys, which the conversion accepts, it
+// leaves to the exact path), and a plain Pod it must accept.
+func TestLiveConvertsToTyped(t *testing.T) {
 	tc := builtinConverter()
 	pt, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod"}})
 	if err != nil {
@@ -117,9 +117,9 @@ func TestCheckLive(t *testing.T) {
 		"null container":           pod(map[string]any{"containers": []any{nil}}),
 	} {
 		_, werr := tc.ObjectToTyped(&unstructured.Unstructured{Object: obj}, typed.AllowDuplicates)
-		got := checkLive(pt.Schema(), pt.TypeRef(), obj)
+		got := liveConvertsToTyped(pt.Schema(), pt.TypeRef(), obj)
 		if got && werr != nil || name == "fine" && !got {
-			t.Errorf("%s: checkLive %v, conversion error %v", name, got, werr)
+			t.Errorf("%s: liveConvertsToTyped %v, conversion error %v", name, got, werr)
 		}
 		if name == "null container" && werr == nil {
 			t.Errorf("the conversion accepts a null keyed item: the case tests nothing")

@@ -7,28 +7,35 @@ import (
 	"strings"
 )
 
-// FastOp is one JSON patch operation as the plugin builds it from a CEL
-// JSONPatch value: the value already in its JSON form, decoded.
-type FastOp struct {
-	Op, Path string
+// Op is one RFC 6902 JSON patch operation, its value decoded (DecodeJSON):
+// an operation of a patch ApplyJSONPatch applies, as the plugin builds it
+// from a CEL JSONPatch value, or of the patch Diff makes.
+type Op struct {
+	// Op is add, remove or replace; ApplyJSONPatch declines any other.
+	Op string
+	// Path is a JSON pointer (RFC 6901).
+	Path string
+	// Value is the value of add and replace, set when HasValue is.
 	Value    any
 	HasValue bool
 }
 
-// DecodeJSONValue decodes the JSON the plugin hands the patch library,
-// numbers as int64 when they are integers, float64 otherwise, as the
-// gateway's decoder gives a request's numbers.
-func DecodeJSONValue(b []byte) (any, bool) {
+// DecodeJSON decodes a JSON value the way the gateway decodes a
+// request's object: numbers as int64 when they are integers, float64
+// otherwise. false when b is not JSON or holds a number out of range.
+func DecodeJSON(b []byte) (any, bool) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil {
 		return nil, false
 	}
-	return numbersToGo(v)
+	return convertNumbers(v)
 }
 
-func numbersToGo(v any) (any, bool) {
+// convertNumbers replaces the json.Numbers of v, in place, by int64 or
+// float64.
+func convertNumbers(v any) (any, bool) {
 	switch x := v.(type) {
 	case json.Number:
 		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
@@ -38,7 +45,7 @@ func numbersToGo(v any) (any, bool) {
 		return f, err == nil
 	case map[string]any:
 		for k, e := range x {
-			c, ok := numbersToGo(e)
+			c, ok := convertNumbers(e)
 			if !ok {
 				return nil, false
 			}
@@ -46,7 +53,7 @@ func numbersToGo(v any) (any, bool) {
 		}
 	case []any:
 		for i, e := range x {
-			c, ok := numbersToGo(e)
+			c, ok := convertNumbers(e)
 			if !ok {
 				return nil, false
 			}
@@ -56,11 +63,15 @@ func numbersToGo(v any) (any, bool) {
 	return v, true
 }
 
-// ApplyJSONPatchFast applies add, remove and replace operations to the
-// canonical object with the semantics of gopkg.in/evanphx/json-patch.v4
-// (a replace of a missing object key adds it), copying what it changes.
-// Anything that library would refuse, and test, move and copy, declines.
-func ApplyJSONPatchFast(doc map[string]any, ops []FastOp) (map[string]any, bool) {
+// ApplyJSONPatch applies add, remove and replace operations to an object
+// with the semantics of gopkg.in/evanphx/json-patch.v4, the library the
+// plugin's JSON patcher uses (a replace of a missing object key adds it).
+// It copies what it changes and never modifies doc. It declines (false)
+// anything that library would refuse, test, move and copy, and what it
+// does not spell as the library would (a path that is not printable, an
+// index with a sign or leading zeros); the caller then takes the exact
+// path.
+func ApplyJSONPatch(doc map[string]any, ops []Op) (map[string]any, bool) {
 	var cur any = doc
 	for _, op := range ops {
 		if op.Op != "remove" && !op.HasValue {
@@ -73,14 +84,14 @@ func ApplyJSONPatchFast(doc map[string]any, ops []FastOp) (map[string]any, bool)
 		}
 		// The plugin spells op and path with strconv.Quote, which is JSON
 		// only for printable text.
-		if !strings.HasPrefix(op.Path, "/") || !printable(op.Path) {
+		if !strings.HasPrefix(op.Path, "/") || !isPrintable(op.Path) {
 			return nil, false
 		}
 		parts := strings.Split(op.Path[1:], "/")
 		for i, p := range parts {
 			parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
 		}
-		next, ok := patchAt(cur, parts, op)
+		next, ok := applyOpAt(cur, parts, op)
 		if !ok {
 			return nil, false
 		}
@@ -90,8 +101,8 @@ func ApplyJSONPatchFast(doc map[string]any, ops []FastOp) (map[string]any, bool)
 	return m, ok
 }
 
-// patchAt applies op at parts below node and returns node's copy.
-func patchAt(node any, parts []string, op FastOp) (any, bool) {
+// applyOpAt applies op at parts below node and returns node's copy.
+func applyOpAt(node any, parts []string, op Op) (any, bool) {
 	key := parts[0]
 	last := len(parts) == 1
 	switch x := node.(type) {
@@ -105,7 +116,7 @@ func patchAt(node any, parts []string, op FastOp) (any, bool) {
 			if !has {
 				return nil, false
 			}
-			c, ok := patchAt(child, parts[1:], op)
+			c, ok := applyOpAt(child, parts[1:], op)
 			out[key] = c
 			return out, ok
 		}
@@ -123,7 +134,7 @@ func patchAt(node any, parts []string, op FastOp) (any, bool) {
 		if last && op.Op == "add" && key == "-" {
 			return append(x[:len(x):len(x)], op.Value), true
 		}
-		i, ok := arrayIndex(key)
+		i, ok := parseArrayIndex(key)
 		if !ok {
 			return nil, false
 		}
@@ -139,7 +150,7 @@ func patchAt(node any, parts []string, op FastOp) (any, bool) {
 			return nil, false
 		}
 		if !last {
-			c, ok := patchAt(x[i], parts[1:], op)
+			c, ok := applyOpAt(x[i], parts[1:], op)
 			if !ok {
 				return nil, false
 			}
@@ -159,9 +170,9 @@ func patchAt(node any, parts []string, op FastOp) (any, bool) {
 	return nil, false
 }
 
-// arrayIndex parses an index in its plain decimal spelling; signs, leading
+// parseArrayIndex parses an index in its plain decimal spelling; signs, leading
 // zeros and negative indexes (which the library accepts) decline.
-func arrayIndex(s string) (int, bool) {
+func parseArrayIndex(s string) (int, bool) {
 	if s == "" || len(s) > 1 && s[0] == '0' {
 		return 0, false
 	}
@@ -174,7 +185,7 @@ func arrayIndex(s string) (int, bool) {
 	return i, err == nil
 }
 
-func printable(s string) bool {
+func isPrintable(s string) bool {
 	for _, r := range s {
 		if !strconv.IsPrint(r) {
 			return false
