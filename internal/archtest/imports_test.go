@@ -94,6 +94,12 @@ func TestImportRules(t *testing.T) {
 // forbiddenChains returns, for each first hop out of root that leads to a
 // forbidden package, the shortest chain root -> hop -> ... -> forbidden.
 func forbiddenChains(graph map[string]*pkg, root string, to *regexp.Regexp) [][]string {
+	return chainsTo(graph, root, func(path string) bool { return to.MatchString(trim(path)) })
+}
+
+// chainsTo is forbiddenChains for packages (full import paths) that
+// forbidden reports.
+func chainsTo(graph map[string]*pkg, root string, forbidden func(path string) bool) [][]string {
 	var chains [][]string
 	for _, hop := range graph[root].Imports {
 		prev := map[string]string{hop: ""}
@@ -101,7 +107,7 @@ func forbiddenChains(graph map[string]*pkg, root string, to *regexp.Regexp) [][]
 		for len(queue) > 0 {
 			cur := queue[0]
 			queue = queue[1:]
-			if to.MatchString(trim(cur)) {
+			if forbidden(cur) {
 				chain := []string{cur}
 				for p := prev[cur]; p != ""; p = prev[p] {
 					chain = append(chain, p)
@@ -199,77 +205,4 @@ func TestRulesCatchAnEdge(t *testing.T) {
 		return
 	}
 	t.Fatal("no rule forbids internal/decisions -> internal/evaluator")
-}
-
-// leaves are packages that may depend, among the module's packages, on
-// those named only: a rule by allow-list, where a list of what is
-// forbidden would miss every package added later.
-var leaves = []struct {
-	pkg     string
-	allowed []string
-	why     string
-}{
-	{"internal/apiclient", []string{"internal/apiv1", "internal/fault"},
-		"the one client of the admin API (CLI and UI) stays as thin as the CLI: wire types and the error vocabulary only"},
-}
-
-// TestLeafImports fails on every package of the module that a leaf
-// depends on, directly or through others, outside its allow-list.
-func TestLeafImports(t *testing.T) {
-	graph := load(t)
-	for _, l := range leaves {
-		root := module + l.pkg
-		if graph[root] == nil {
-			t.Errorf("%s: no such package", l.pkg)
-			continue
-		}
-		for _, dep := range leafViolations(graph, root, l.allowed) {
-			for _, chain := range forbiddenChains(graph, root, regexp.MustCompile("^"+regexp.QuoteMeta(dep)+"$")) {
-				t.Errorf("%s -> %s (%s): %s imports %q, via %s", l.pkg, dep, l.why,
-					importingFile(t, graph[root], chain[1]), chain[1], strings.Join(trimAll(chain[1:]), " -> "))
-			}
-		}
-	}
-}
-
-// leafViolations lists the module's packages that root depends on, other
-// than itself and those allowed.
-func leafViolations(graph map[string]*pkg, root string, allowed []string) []string {
-	seen := map[string]bool{root: true}
-	queue := []string{root}
-	var out []string
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		p, ok := graph[cur]
-		if !ok {
-			continue
-		}
-		for _, next := range p.Imports {
-			if seen[next] {
-				continue
-			}
-			seen[next] = true
-			queue = append(queue, next)
-			if rel, ok := strings.CutPrefix(next, module); ok && !slices.Contains(allowed, rel) {
-				out = append(out, rel)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// TestLeafRuleCatchesAnEdge runs the leaf check on a graph where the
-// client reaches a store through an allowed package, so a check that can
-// never fail is noticed.
-func TestLeafRuleCatchesAnEdge(t *testing.T) {
-	graph := map[string]*pkg{
-		module + "internal/apiclient": {ImportPath: module + "internal/apiclient", Imports: []string{module + "internal/apiv1", "net/http"}},
-		module + "internal/apiv1":     {ImportPath: module + "internal/apiv1", Imports: []string{module + "internal/policystore"}},
-	}
-	got := leafViolations(graph, module+"internal/apiclient", []string{"internal/apiv1", "internal/fault"})
-	if len(got) != 1 || got[0] != "internal/policystore" {
-		t.Fatalf("violations = %v, want [internal/policystore]", got)
-	}
 }

@@ -82,12 +82,15 @@
 // the first, when any mutation in the first pass was applied (even one
 // that changed nothing: the plugin's Dirty flag).
 //
-// A built-in kind first takes the fast mutation path (mutfast*.go): the
-// object is held as the canonical JSON of its typed Go object (canon, a
-// reflection-free typed round trip from a shape of the Go type), apply
-// configurations are merged with the type's structured-merge-diff schema
-// only where they have fields, JSON patches are applied to the map, and
-// the typed CEL view is decoded only for the fields a policy selects. It
+// A built-in kind first takes the fast mutation path (mutfast.go,
+// mutfast_paths.go), whose object engine is package objpatch: the object
+// is held as the canonical JSON of its typed Go object
+// (objpatch.Canonicalize, a reflection-free typed round trip from a shape
+// of the Go type), apply configurations are merged with the type's
+// structured-merge-diff schema only where they have fields
+// (objpatch.ServerSideApply), JSON patches are applied to the map
+// (objpatch.ApplyJSONPatch), and the typed CEL view is decoded only for
+// the fields a policy selects (objpatch.KeepPaths). It
 // declines whatever it is not sure to do as the plugin does (errors,
 // test/move/copy, unknown fields, values the typed decode would refuse or
 // change in ways it does not model), and the request is then evaluated
@@ -111,7 +114,8 @@
 // a matchCondition was evaluated in the same pass, as the plugin's
 // LazyObject does (it is used here too). The answer is an RFC 6902 patch
 // from the request's JSON to the final object: the change the mutations
-// made to the held object, carried over to the JSON as sent (jsonpatch.go).
+// made to the held object, carried over to the JSON as sent
+// (objpatch.CarryOver, objpatch.Diff).
 //
 // What differs from the plugin in a cluster, and why:
 //   - Defaulting. The plugin runs the scheme's defaulter after every
@@ -135,9 +139,17 @@
 //     gateway evaluates that request afresh, both passes again, where the
 //     in-process plugin would re-run only its IfNeeded invocations once.
 //
-// Mutation does the plugin's own work (typed conversions, structured
-// merges, a JSON round trip of the object per JSON patch), so it runs at
-// about the plugin's speed (scripts/bench-evaluator.sh times the two).
+// Speed. On the fast path a mutation runs several times faster than the
+// plugin: the five policies of samples/mutating on the baseline Pod take
+// 2.4 ms against the plugin's 15.5 ms, with 2,227 allocations against
+// 17,862 (6.5x; docs/benchmarks.md, scripts/bench-evaluator.sh, which
+// times the two in alternating rounds). A request the fast path declines
+// costs what the fast path spent before declining plus the exact path,
+// which does the plugin's own work (typed conversions, whole-object
+// structured merges, a JSON round trip of the object per JSON patch) and
+// runs at about the plugin's speed (0.93x, measured before the fast path
+// existed). Custom resources, and requests whose kind the apiserver
+// converted for the webhook, always take the exact path.
 //
 // # The fast interpreter
 //

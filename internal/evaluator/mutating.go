@@ -61,7 +61,7 @@ type mutationState struct {
 
 	// fast is set on the fast path (mutfast.go): obj and old are the
 	// canonical JSON of the typed objects. declined is set when it gave
-	// up. checked is the version of obj checkLive has passed; typed1 and
+	// up. checked is the version of obj ServerSideApply has checked; typed1 and
 	// typed2 the typed CEL views of the last two versions read that way
 	// (the object and the old object).
 	fast, declined bool

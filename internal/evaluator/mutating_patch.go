@@ -18,6 +18,8 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator/objpatch"
 )
 
 // The mutations are applied by the apiserver's own patchers
@@ -91,12 +93,12 @@ func (st *mutationState) patch(sent map[string]any, first runtime.Object) (map[s
 	if !st.typed {
 		before = sent
 	}
-	final := merge3(sent, before, after)
-	ops := diffJSON(sent, final)
-	if len(ops) == 0 {
+	final := objpatch.CarryOver(sent, before, after)
+	patch := objpatch.Diff(sent, final)
+	if patch == nil {
 		return nil, nil
 	}
-	return final.(map[string]any), marshalPatch(ops)
+	return final.(map[string]any), patch
 }
 
 // dispatchOne mirrors the plugin dispatcher's dispatchOne.

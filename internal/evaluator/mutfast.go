@@ -19,6 +19,8 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	celmutation "k8s.io/apiserver/pkg/cel/mutation"
 	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator/objpatch"
 )
 
 // The fast mutation path. For a built-in kind the plugin holds the object
@@ -26,13 +28,13 @@ import (
 // patchers, which encode, patch, merge and decode the whole object each
 // time; doing the same here cannot be much faster than the plugin. The
 // fast path holds the object in its canonical JSON form instead (the form
-// ToUnstructured gives the typed struct, canon in mutfast_canon.go), which
-// is also what the plugin's expressions see of it, and applies each
-// mutation to that JSON: an apply configuration with applyFast, a JSON
-// patch with applyJSONPatchFast, the result brought back to the canonical
-// form by canon. Only the typed CEL view (after a matchCondition) needs
-// the typed struct, decoded from the JSON when a version of the object is
-// first read that way.
+// ToUnstructured gives the typed struct, objpatch.Canonicalize), which is
+// also what the plugin's expressions see of it, and applies each mutation
+// to that JSON: an apply configuration with objpatch.ServerSideApply, a
+// JSON patch with objpatch.ApplyJSONPatch, the result brought back to the
+// canonical form by objpatch.Canonicalize. Only the typed CEL view (after
+// a matchCondition) needs the typed struct, decoded from the JSON when a
+// version of the object is first read that way.
 //
 // Whatever the fast path is not sure to do as the plugin does makes it
 // decline, and Mutate evaluates the request again on the exact path from
@@ -63,19 +65,19 @@ func fastEligible(r *Request) bool {
 	return kindInfoOf(r.Kind).typed && r.RequestKind == r.Kind
 }
 
-// loadFast makes the request's objects canonical; false when canon
+// loadFast makes the request's objects canonical; false when Canonicalize
 // declines them.
 func (st *mutationState) loadFast(r *Request) bool {
 	st.typed, st.fast = true, true
 	if r.Object != nil {
-		obj, ok := canonObject(r.Object, nil, r.Kind)
+		obj, ok := objpatch.Canonicalize(r.Object, nil, r.Kind)
 		if !ok {
 			return false
 		}
 		st.obj = &unstructured.Unstructured{Object: obj}
 	}
 	if r.OldObject != nil {
-		old, ok := canonObject(r.OldObject, nil, r.Kind)
+		old, ok := objpatch.Canonicalize(r.OldObject, nil, r.Kind)
 		if !ok {
 			return false
 		}
@@ -149,7 +151,7 @@ func (m *mutator) dispatchFast(inv *invocation, cm *compiledMutation, va *admiss
 		if err != nil {
 			return err
 		}
-		if next, ok = applyJSONPatchFast(live.Object, ops); ok {
+		if next, ok = objpatch.ApplyJSONPatch(live.Object, ops); ok {
 			// The decoder reads the kind from the document.
 			ok = next["apiVersion"] == live.Object["apiVersion"] && next["kind"] == live.Object["kind"]
 		}
@@ -165,18 +167,18 @@ func (m *mutator) dispatchFast(inv *invocation, cm *compiledMutation, va *admiss
 		if !isMap {
 			return errFastDecline
 		}
-		next, ok = applyFast(tc, live.Object, patch, va.VersionedKind, m.st.checked == live)
+		next, ok = objpatch.ServerSideApply(tc, live.Object, patch, va.VersionedKind, m.st.checked == live)
 	}
 	if !ok {
 		return errFastDecline
 	}
-	if next, ok = canonObject(next, live.Object, va.VersionedKind); !ok {
+	if next, ok = objpatch.Canonicalize(next, live.Object, va.VersionedKind); !ok {
 		return errFastDecline
 	}
 	u := &unstructured.Unstructured{Object: next}
 	if cm.patchType != admissionregistrationv1.PatchTypeJSONPatch {
 		// Merged from a checked object and a validated apply
-		// configuration: checkLive would pass it.
+		// configuration: the next ServerSideApply need not check it.
 		m.st.checked = u
 	}
 	va.UpdateObject(u)
@@ -185,12 +187,12 @@ func (m *mutator) dispatchFast(inv *invocation, cm *compiledMutation, va *admiss
 
 // jsonPatchOps is the JSON patcher's evaluatePatchExpression after the
 // evaluation, with its errors: the operations, values in their JSON form.
-func jsonPatchOps(v ref.Val) ([]fastOp, error) {
+func jsonPatchOps(v ref.Val) ([]objpatch.Op, error) {
 	iter, ok := v.(traits.Lister)
 	if !ok {
 		return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array")
 	}
-	var ops []fastOp
+	var ops []objpatch.Op
 	for it := iter.Iterator(); it.HasNext() == types.True; {
 		el := it.Next()
 		patchObj, err := el.ConvertToNative(reflect.TypeOf(&celmutation.JSONPatchVal{}))
@@ -201,9 +203,9 @@ func jsonPatchOps(v ref.Val) ([]fastOp, error) {
 		if !ok {
 			return nil, fmt.Errorf("type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of %T", patchObj)
 		}
-		fo := fastOp{op: op.Op, path: op.Path}
+		fo := objpatch.Op{Op: op.Op, Path: op.Path}
 		if len(op.From) > 0 {
-			fo.op = "" // move and copy decline, whatever op says
+			fo.Op = "" // move and copy decline, whatever op says
 		}
 		if op.Val != nil {
 			if objVal, ok := op.Val.(*dynamic.ObjectVal); ok {
@@ -219,10 +221,10 @@ func jsonPatchOps(v ref.Val) ([]fastOp, error) {
 			if err != nil {
 				return nil, fmt.Errorf("JSONPath valueExpression evaluated to a type that could not marshal to JSON: %w", err)
 			}
-			if fo.value, ok = decodeJSONValue(b); !ok {
-				fo.op = ""
+			if fo.Value, ok = objpatch.DecodeJSON(b); !ok {
+				fo.Op = ""
 			}
-			fo.hasValue = true
+			fo.HasValue = true
 		}
 		ops = append(ops, fo)
 	}

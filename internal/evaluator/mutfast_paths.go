@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/cel/common"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator/objpatch"
 )
 
 // The typed CEL view of an object is its Go struct, and decoding a whole
@@ -16,45 +18,21 @@ import (
 // the fields a policy's expressions read of object and oldObject are
 // found once, at compile time, from their syntax (readPaths), and the
 // typed view a policy's frames see is the struct decoded from the
-// canonical JSON pruned to them. Any use of object it cannot follow (the
-// whole object compared, passed to a function, indexed by a computed key,
-// a shadowing comprehension variable) reads the whole object.
-
-// pathTrie is a set of field paths: full where the whole value is read.
-type pathTrie struct {
-	full bool
-	kids map[string]*pathTrie
-}
-
-func (t *pathTrie) add(path []string) {
-	n := t
-	for _, f := range path {
-		if n.full {
-			return
-		}
-		if n.kids == nil {
-			n.kids = map[string]*pathTrie{}
-		}
-		k := n.kids[f]
-		if k == nil {
-			k = &pathTrie{}
-			n.kids[f] = k
-		}
-		n = k
-	}
-	n.full, n.kids = true, nil
-}
+// canonical JSON cut to them (objpatch.KeepPaths). Any use of object it
+// cannot follow (the whole object compared, passed to a function, indexed
+// by a computed key, a shadowing comprehension variable) reads the whole
+// object.
 
 // typedPaths are what a policy's expressions read of its objects.
-type typedPaths struct{ object, oldObject pathTrie }
+type typedPaths struct{ object, oldObject objpatch.FieldPaths }
 
 // readPaths adds the paths of object and oldObject that an expression
 // reads.
 func (tp *typedPaths) readPaths(text string) {
 	a, iss := parseEnv.Parse(text)
 	if iss != nil && iss.Err() != nil {
-		tp.object.add(nil)
-		tp.oldObject.add(nil)
+		tp.object.Add(nil)
+		tp.oldObject.Add(nil)
 		return
 	}
 	tp.visit(a.NativeRep().Expr())
@@ -62,7 +40,7 @@ func (tp *typedPaths) readPaths(text string) {
 
 func (tp *typedPaths) visit(e celast.Expr) {
 	if root, path, ok := objectPath(e); ok {
-		tp.trie(root).add(path)
+		tp.pathsOf(root).Add(path)
 		return
 	}
 	switch e.Kind() {
@@ -93,10 +71,10 @@ func (tp *typedPaths) visit(e celast.Expr) {
 	case celast.ComprehensionKind:
 		c := e.AsComprehension()
 		for _, v := range []string{c.IterVar(), c.IterVar2(), c.AccuVar()} {
-			if t := tp.trie(v); t != nil {
+			if t := tp.pathsOf(v); t != nil {
 				// A variable that shadows object: what it reads
 				// cannot be told from object's.
-				t.add(nil)
+				t.Add(nil)
 			}
 		}
 		for _, sub := range []celast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
@@ -105,7 +83,7 @@ func (tp *typedPaths) visit(e celast.Expr) {
 	}
 }
 
-func (tp *typedPaths) trie(name string) *pathTrie {
+func (tp *typedPaths) pathsOf(name string) *objpatch.FieldPaths {
 	switch name {
 	case "object":
 		return &tp.object
@@ -149,47 +127,10 @@ func objectPath(e celast.Expr) (root string, path []string, ok bool) {
 	return "", nil, false
 }
 
-// prune is the part of a canonical object of shape sh that t's paths
-// read. Only structs are pruned: what an expression sees of a kept field
-// does not depend on its dropped siblings, and a pruned struct is still
-// present wherever it was (a pointer is still set; a struct value is never
-// empty to the typed view). A Go map is kept whole: dropping keys could
-// make it empty, which the typed view shows as absent.
-func prune(m map[string]any, t *pathTrie, sh *shape) map[string]any {
-	out := make(map[string]any, len(t.kids))
-	for k, kt := range t.kids {
-		v, has := m[k]
-		if !has {
-			continue
-		}
-		if sub, ok := v.(map[string]any); ok && !kt.full {
-			if i, known := sh.byName[k]; known {
-				if fs := structShape(sh.fields[i].sh); fs != nil {
-					v = prune(sub, kt, fs)
-				}
-			}
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// structShape is sh, or what it points to, when that is a struct.
-func structShape(sh *shape) *shape {
-	if sh.kind == shPtr {
-		sh = sh.elem
-	}
-	if sh.kind == shStruct {
-		return sh
-	}
-	return nil
-}
-
 // typedValue is the typed view of the object for expressions that read
 // t's paths of it (nil: all of it), decoded once per path set.
-func (l *lazyTyped) typedValue(t *pathTrie) ref.Val {
-	sh := shapeOfKind(l.kind.Kind)
-	if t == nil || t.full || sh == nil || sh.kind != shStruct {
+func (l *lazyTyped) typedValue(t *objpatch.FieldPaths) ref.Val {
+	if t == nil {
 		return l.value()
 	}
 	for _, pv := range l.pruned {
@@ -197,13 +138,17 @@ func (l *lazyTyped) typedValue(t *pathTrie) ref.Val {
 			return pv.v
 		}
 	}
-	v := l.decode(prune(l.u.Object, t, sh))
+	m, ok := objpatch.KeepPaths(l.u.Object, t, l.kind.Kind)
+	if !ok {
+		return l.value()
+	}
+	v := l.decode(m)
 	l.pruned = append(l.pruned, prunedView{t: t, v: v})
 	return v
 }
 
 type prunedView struct {
-	t *pathTrie
+	t *objpatch.FieldPaths
 	v ref.Val
 }
 

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"strconv"
@@ -12,32 +12,42 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// applyFast is patch.ApplyStructuredMergeDiff on the canonical JSON form
-// of the object. The plugin converts the whole live object to a typed
-// value (validating it) and merges the whole of it; here the apply
-// configuration alone is converted and validated as the plugin does, the
-// live object is checked once per version for what its validation could
-// refuse (checkLive), and the merge descends only where the apply
+// ServerSideApply merges the apply configuration config into live, the
+// canonical form (Canonicalize) of an object of kind gvk, as the plugin's
+// patch.ApplyStructuredMergeDiff does with the type converter tc, and
+// returns the merged object; false when it declines, on whatever the
+// plugin would refuse (an atomic field in config, a live object its
+// conversion refuses, a merge error) and on what this does not model: the
+// caller then takes the exact path, which gives the plugin's message. live
+// is never modified; config gets gvk's apiVersion and kind. The result is
+// not canonical: Canonicalize it. liveChecked may be true when live is the
+// canonical form of an earlier result of ServerSideApply, which converts
+// as surely as the objects it was merged from: it skips that check.
+//
+// The plugin converts the whole live object to a typed value (validating
+// it) and merges the whole of it; here the apply configuration alone is
+// converted and validated as the plugin does, the live object is checked
+// once per version for what its validation could refuse
+// (liveConvertsToTyped), and the merge descends only where the apply
 // configuration has fields: through non-atomic maps and structs the merge
 // is key by key, and every other node (lists, scalars, fields the live
 // object lacks) is merged by structured-merge-diff itself, on that node
-// alone. Whatever would be an error declines: the exact path gives the
-// plugin's message.
-func applyFast(tc managedfields.TypeConverter, live, patch map[string]any, gvk schema.GroupVersionKind, liveChecked bool) (map[string]any, bool) {
-	u := &unstructured.Unstructured{Object: patch}
+// alone.
+func ServerSideApply(tc managedfields.TypeConverter, live, config map[string]any, gvk schema.GroupVersionKind, liveChecked bool) (map[string]any, bool) {
+	u := &unstructured.Unstructured{Object: config}
 	u.SetGroupVersionKind(gvk)
 	pt, err := tc.ObjectToTyped(u)
 	if err != nil {
 		return nil, false
 	}
 	s, tr := pt.Schema(), pt.TypeRef()
-	if hasAtomics(s, tr, pt.AsValue()) {
+	if containsAtomic(s, tr, pt.AsValue()) {
 		return nil, false // validatePatch refuses it
 	}
-	if !liveChecked && !checkLive(s, tr, live) {
+	if !liveChecked && !liveConvertsToTyped(s, tr, live) {
 		return nil, false
 	}
-	out, keep, ok := mergeFast(s, tr, live, true, patch)
+	out, keep, ok := mergeNode(s, tr, live, true, config)
 	if !ok || !keep {
 		return nil, false
 	}
@@ -45,9 +55,9 @@ func applyFast(tc managedfields.TypeConverter, live, patch map[string]any, gvk s
 	return m, ok
 }
 
-// hasAtomics is validatePatch's findAtomics, reduced to whether it finds
+// containsAtomic is validatePatch's findAtomics, reduced to whether it finds
 // any.
-func hasAtomics(s *smdschema.Schema, tr smdschema.TypeRef, v value.Value) bool {
+func containsAtomic(s *smdschema.Schema, tr smdschema.TypeRef, v value.Value) bool {
 	a, ok := s.Resolve(tr)
 	if !ok {
 		return false
@@ -58,7 +68,7 @@ func hasAtomics(s *smdschema.Schema, tr smdschema.TypeRef, v value.Value) bool {
 		}
 		found := false
 		v.AsMap().Iterate(func(key string, val value.Value) bool {
-			if sf, ok := a.Map.FindField(key); ok && hasAtomics(s, sf.Type, val) {
+			if sf, ok := a.Map.FindField(key); ok && containsAtomic(s, sf.Type, val) {
 				found = true
 				return false
 			}
@@ -74,7 +84,7 @@ func hasAtomics(s *smdschema.Schema, tr smdschema.TypeRef, v value.Value) bool {
 		}
 		list := v.AsList()
 		for i := range list.Length() {
-			if hasAtomics(s, a.List.ElementType, list.At(i)) {
+			if containsAtomic(s, a.List.ElementType, list.At(i)) {
 				return true
 			}
 		}
@@ -82,13 +92,13 @@ func hasAtomics(s *smdschema.Schema, tr smdschema.TypeRef, v value.Value) bool {
 	return false
 }
 
-// checkLive reports whether the plugin's conversion of the live object to
-// a typed value (ObjectToTyped with AllowDuplicates) surely succeeds. The
-// object is canonical, the encoding of a typed Go object, so its fields
-// and scalar types are the schema's; what can still fail is a keyed list
-// element that is not an object or omits every key (an imagePullSecrets
+// liveConvertsToTyped reports whether the plugin's conversion of the live
+// object to a typed value (ObjectToTyped with AllowDuplicates) surely
+// succeeds. The object is canonical, the encoding of a typed Go object, so its
+// fields and scalar types are the schema's; what can still fail is a keyed
+// list element that is not an object or omits every key (an imagePullSecrets
 // entry without a name). Anything else it does not recognise is refused.
-func checkLive(s *smdschema.Schema, tr smdschema.TypeRef, v any) bool {
+func liveConvertsToTyped(s *smdschema.Schema, tr smdschema.TypeRef, v any) bool {
 	a, ok := s.Resolve(tr)
 	if !ok {
 		return false
@@ -105,7 +115,7 @@ func checkLive(s *smdschema.Schema, tr smdschema.TypeRef, v any) bool {
 			}
 			switch e.(type) {
 			case map[string]any, []any:
-				if keyedBelow(s, ft) && !checkLive(s, ft, e) {
+				if mayHoldKeyedList(s, ft) && !liveConvertsToTyped(s, ft, e) {
 					return false
 				}
 			}
@@ -127,7 +137,7 @@ func checkLive(s *smdschema.Schema, tr smdschema.TypeRef, v any) bool {
 					return false
 				}
 			}
-			if !checkLive(s, a.List.ElementType, e) {
+			if !liveConvertsToTyped(s, a.List.ElementType, e) {
 				return false
 			}
 		}
@@ -135,33 +145,33 @@ func checkLive(s *smdschema.Schema, tr smdschema.TypeRef, v any) bool {
 	return true
 }
 
-// keyedBelow reports whether a value of type tr may hold a keyed list,
-// the only thing checkLive looks for, so that it skips the rest (labels,
-// resources, a container's securityContext). A type that does not
+// mayHoldKeyedList reports whether a value of type tr may hold a keyed list,
+// the only thing liveConvertsToTyped looks for, so that it skips the rest
+// (labels, resources, a container's securityContext). A type that does not
 // resolve is assumed to.
-func keyedBelow(s *smdschema.Schema, tr smdschema.TypeRef) bool {
+func mayHoldKeyedList(s *smdschema.Schema, tr smdschema.TypeRef) bool {
 	if tr.NamedType == nil {
 		// An inlined scalar (a label's value) holds none.
 		return tr.Inlined.List != nil || tr.Inlined.Map != nil
 	}
-	key := keyedKey{s, *tr.NamedType}
-	if v, ok := keyedMemo.Load(key); ok {
+	key := keyedListMemoKey{s, *tr.NamedType}
+	if v, ok := keyedListMemo.Load(key); ok {
 		return v.(bool)
 	}
-	keyedMemo.Store(key, true) // a recursive type holds what it holds
-	v := keyedBelowUncached(s, tr)
-	keyedMemo.Store(key, v)
+	keyedListMemo.Store(key, true) // a recursive type holds what it holds
+	v := mayHoldKeyedListUncached(s, tr)
+	keyedListMemo.Store(key, v)
 	return v
 }
 
-type keyedKey struct {
+type keyedListMemoKey struct {
 	s    *smdschema.Schema
 	name string
 }
 
-var keyedMemo sync.Map // keyedKey -> bool
+var keyedListMemo sync.Map // keyedListMemoKey -> bool
 
-func keyedBelowUncached(s *smdschema.Schema, tr smdschema.TypeRef) bool {
+func mayHoldKeyedListUncached(s *smdschema.Schema, tr smdschema.TypeRef) bool {
 	a, ok := s.Resolve(tr)
 	if !ok {
 		return true
@@ -170,17 +180,17 @@ func keyedBelowUncached(s *smdschema.Schema, tr smdschema.TypeRef) bool {
 		if a.List.ElementRelationship == smdschema.Associative {
 			return true
 		}
-		if keyedBelow(s, a.List.ElementType) {
+		if mayHoldKeyedList(s, a.List.ElementType) {
 			return true
 		}
 	}
 	if a.Map != nil {
 		for _, f := range a.Map.Fields {
-			if keyedBelow(s, f.Type) {
+			if mayHoldKeyedList(s, f.Type) {
 				return true
 			}
 		}
-		return keyedBelow(s, a.Map.ElementType)
+		return mayHoldKeyedList(s, a.Map.ElementType)
 	}
 	return false
 }
@@ -194,11 +204,11 @@ func hasAnyKey(m map[string]any, keys []string) bool {
 	return false
 }
 
-// mergeFast merges rhs into lhs (absent unless hasLHS) at type tr, as the
+// mergeNode merges rhs into lhs (absent unless hasLHS) at type tr, as the
 // merging walker of structured-merge-diff does with ruleKeepRHS. keep is
 // false when the merge yields nothing (the walker's nil out). Maps of lhs
 // are never modified.
-func mergeFast(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, rhs any) (out any, keep, ok bool) {
+func mergeNode(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, rhs any) (out any, keep, ok bool) {
 	a, found := s.Resolve(tr)
 	if !found {
 		return nil, false, false
@@ -213,10 +223,10 @@ func mergeFast(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, 
 	lm, lok := lhs.(map[string]any)
 	rm, rok := rhs.(map[string]any)
 	if !hasLHS || !lok || !rok || len(lm) == 0 || len(rm) == 0 || a.Map == nil || a.Map.ElementRelationship == smdschema.Atomic {
-		return mergeSMD(s, tr, lhs, hasLHS, rhs)
+		return mergeWithWalker(s, tr, lhs, hasLHS, rhs)
 	}
 	// The walker's visitMapItems: keys of lhs alone keep their value
-	// (checkLive has checked them), keys of rhs are merged.
+	// (liveConvertsToTyped has checked them), keys of rhs are merged.
 	m := make(map[string]any, len(lm)+len(rm))
 	for k, v := range lm {
 		m[k] = v
@@ -227,7 +237,7 @@ func mergeFast(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, 
 			ft = sf.Type
 		}
 		lv, has := lm[k]
-		o, keep, ok := mergeFast(s, ft, lv, has, rv)
+		o, keep, ok := mergeNode(s, ft, lv, has, rv)
 		if !ok {
 			return nil, false, false
 		}
@@ -240,14 +250,14 @@ func mergeFast(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, 
 	return m, true, true
 }
 
-// mergeSMD merges one node with structured-merge-diff's own walker.
-func mergeSMD(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, rhs any) (any, bool, bool) {
+// mergeWithWalker merges one node with structured-merge-diff's own walker.
+func mergeWithWalker(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, rhs any) (any, bool, bool) {
 	var lv value.Value
 	if hasLHS {
 		lv = value.NewValueInterface(lhs)
 	}
 	// Unvalidated: the apply configuration was validated whole, the
-	// object is canonical and checked by checkLive, as the plugin's
+	// object is canonical and checked by liveConvertsToTyped, as the plugin's
 	// conversions would; validating again would walk the node twice.
 	//lint:ignore SA1019 see above
 	lt := typed.AsTypedUnvalidated(lv, s, tr)
@@ -265,7 +275,7 @@ func mergeSMD(s *smdschema.Schema, tr smdschema.TypeRef, lhs any, hasLHS bool, r
 }
 
 // mergeKeyedList is the merging walker's visitListItems for a list with
-// keys (containers by name), with the items merged by mergeFast: the
+// keys (containers by name), with the items merged by mergeNode: the
 // order of the result is the walker's. ok is false, and the list is left
 // to the walker itself, for what this does not model: empty lists (a
 // leaf), keys it does not spell (missing, null, not a string, integer or
@@ -275,11 +285,11 @@ func mergeKeyedList(s *smdschema.Schema, t *smdschema.List, lhs, rhs []any) ([]a
 	if t.ElementRelationship != smdschema.Associative || len(t.Keys) == 0 || len(lhs) == 0 || len(rhs) == 0 {
 		return nil, false
 	}
-	lk, observedLHS, ok := indexKeyed(t.Keys, lhs)
+	lk, observedLHS, ok := indexByKey(t.Keys, lhs)
 	if !ok {
 		return nil, false
 	}
-	rk, observedRHS, ok := indexKeyed(t.Keys, rhs)
+	rk, observedRHS, ok := indexByKey(t.Keys, rhs)
 	if !ok {
 		return nil, false
 	}
@@ -290,17 +300,17 @@ func mergeKeyedList(s *smdschema.Schema, t *smdschema.List, lhs, rhs []any) ([]a
 		}
 	}
 	nextShared, hasNext := "", false
-	pop := func() {
+	popShared := func() {
 		hasNext = len(sharedOrder) > 0
 		if hasNext {
 			nextShared, sharedOrder = sharedOrder[0], sharedOrder[1:]
 		}
 	}
-	pop()
+	popShared()
 	mergedRHS := make(map[string]bool, len(rk))
 	out := make([]any, 0, max(len(lhs), len(rhs)))
-	add := func(l any, hasL bool, r any) bool {
-		o, keep, ok := mergeFast(s, t.ElementType, l, hasL, r)
+	appendMerged := func(l any, hasL bool, r any) bool {
+		o, keep, ok := mergeNode(s, t.ElementType, l, hasL, r)
 		if ok && keep {
 			out = append(out, o)
 		}
@@ -311,13 +321,13 @@ func mergeKeyedList(s *smdschema.Schema, t *smdschema.List, lhs, rhs []any) ([]a
 			pe := lk[lI]
 			if pe == rk[rI] {
 				mergedRHS[pe] = true
-				if !add(observedLHS[pe], true, observedRHS[pe]) {
+				if !appendMerged(observedLHS[pe], true, observedRHS[pe]) {
 					return nil, false
 				}
 				lI++
 				rI++
 				nextShared, hasNext = "", false
-				pop()
+				popShared()
 				continue
 			}
 			if _, ok := observedRHS[pe]; ok && hasNext && nextShared != pe {
@@ -340,21 +350,21 @@ func mergeKeyedList(s *smdschema.Schema, t *smdschema.List, lhs, rhs []any) ([]a
 			pe := rk[rI]
 			mergedRHS[pe] = true
 			l, hasL := observedLHS[pe]
-			if !add(l, hasL, observedRHS[pe]) {
+			if !appendMerged(l, hasL, observedRHS[pe]) {
 				return nil, false
 			}
 			rI++
 			if hasNext && nextShared == pe {
-				pop()
+				popShared()
 			}
 		}
 	}
 	return out, true
 }
 
-// indexKeyed is indexListPathElements for items whose keys keyOf spells;
+// indexByKey is indexListPathElements for items whose keys spellKey spells;
 // false on anything else, duplicates included.
-func indexKeyed(keys []string, items []any) ([]string, map[string]any, bool) {
+func indexByKey(keys []string, items []any) ([]string, map[string]any, bool) {
 	ks := make([]string, len(items))
 	observed := make(map[string]any, len(items))
 	for i, it := range items {
@@ -362,7 +372,7 @@ func indexKeyed(keys []string, items []any) ([]string, map[string]any, bool) {
 		if !ok {
 			return nil, nil, false
 		}
-		k, ok := keyOf(keys, m)
+		k, ok := spellKey(keys, m)
 		if !ok {
 			return nil, nil, false
 		}
@@ -375,9 +385,9 @@ func indexKeyed(keys []string, items []any) ([]string, map[string]any, bool) {
 	return ks, observed, true
 }
 
-// keyOf spells an item's key fields as one string, each value typed and
+// spellKey spells an item's key fields as one string, each value typed and
 // length-prefixed so that distinct keys never collide.
-func keyOf(keys []string, m map[string]any) (string, bool) {
+func spellKey(keys []string, m map[string]any) (string, bool) {
 	if len(keys) == 1 {
 		// The common case, a name; spelled as is, so no other type may
 		// share the list.

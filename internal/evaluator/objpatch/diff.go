@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"bytes"
@@ -12,23 +12,16 @@ import (
 
 // A mutation's answer is an RFC 6902 patch from the request's object to the
 // final one. The final object is the request's JSON with the changes the
-// mutations made to the object as the plugin holds it (merge3); the patch
-// is the difference of the two (diffJSON): add, remove and replace over
+// mutations made to the object as the plugin holds it (CarryOver); the patch
+// is the difference of the two (Diff): add, remove and replace over
 // objects, arrays compared element by element, with elements added or
 // removed at the end.
 
-// jsonOp is one operation of a JSON patch.
-type jsonOp struct {
-	op    string // add, remove or replace
-	path  string
-	value any
-}
-
-// merge3 carries the change from before to after over to sent, where
+// CarryOver carries the change from before to after over to sent, where
 // sent is before as the request spelled it: what did not change keeps
 // sent's form, what changed takes after's. Maps are merged key by key and
 // arrays position by position; anything else that changed is replaced.
-func merge3(sent, before, after any) any {
+func CarryOver(sent, before, after any) any {
 	if jsonEqual(before, after) {
 		return sent
 	}
@@ -48,7 +41,7 @@ func merge3(sent, before, after any) any {
 			sv, inSent := s[k]
 			switch {
 			case inBefore && inSent:
-				out[k] = merge3(sv, bv, av)
+				out[k] = CarryOver(sv, bv, av)
 			case inBefore && jsonEqual(bv, av):
 				// absent as sent, unchanged
 			default:
@@ -72,7 +65,7 @@ func merge3(sent, before, after any) any {
 		out := make([]any, len(a))
 		for i := range a {
 			if i < len(b) {
-				out[i] = merge3(s[i], b[i], a[i])
+				out[i] = CarryOver(s[i], b[i], a[i])
 			} else {
 				out[i] = a[i]
 			}
@@ -82,14 +75,25 @@ func merge3(sent, before, after any) any {
 	return after
 }
 
-// diffJSON is the patch from a to b, map keys in sorted order.
-func diffJSON(a, b any) []jsonOp {
-	var ops []jsonOp
-	diffAt(&ops, "", a, b)
+// Diff is the RFC 6902 JSON patch document that turns a into b, map keys
+// in sorted order, or nil when a and b are equal as JSON (numbers by
+// value). It leaves a and b as they are.
+func Diff(a, b any) []byte {
+	ops := diffOps(a, b)
+	if len(ops) == 0 {
+		return nil
+	}
+	return marshalPatch(ops)
+}
+
+// diffOps is Diff's operations.
+func diffOps(a, b any) []Op {
+	var ops []Op
+	diffInto(&ops, "", a, b)
 	return ops
 }
 
-func diffAt(ops *[]jsonOp, path string, a, b any) {
+func diffInto(ops *[]Op, path string, a, b any) {
 	switch bv := b.(type) {
 	case map[string]any:
 		av, ok := a.(map[string]any)
@@ -101,15 +105,15 @@ func diffAt(ops *[]jsonOp, path string, a, b any) {
 		}
 		for _, k := range sortedKeys(av) {
 			if _, ok := bv[k]; !ok {
-				*ops = append(*ops, jsonOp{op: "remove", path: path + "/" + escapePointer(k)})
+				*ops = append(*ops, Op{Op: "remove", Path: path + "/" + escapePointer(k)})
 			}
 		}
 		for _, k := range sortedKeys(bv) {
 			p := path + "/" + escapePointer(k)
 			if old, ok := av[k]; ok {
-				diffAt(ops, p, old, bv[k])
+				diffInto(ops, p, old, bv[k])
 			} else {
-				*ops = append(*ops, jsonOp{op: "add", path: p, value: bv[k]})
+				*ops = append(*ops, Op{Op: "add", Path: p, Value: bv[k], HasValue: true})
 			}
 		}
 		return
@@ -123,18 +127,18 @@ func diffAt(ops *[]jsonOp, path string, a, b any) {
 		}
 		n := min(len(av), len(bv))
 		for i := range n {
-			diffAt(ops, path+"/"+strconv.Itoa(i), av[i], bv[i])
+			diffInto(ops, path+"/"+strconv.Itoa(i), av[i], bv[i])
 		}
 		for i := n; i < len(bv); i++ {
-			*ops = append(*ops, jsonOp{op: "add", path: path + "/" + strconv.Itoa(i), value: bv[i]})
+			*ops = append(*ops, Op{Op: "add", Path: path + "/" + strconv.Itoa(i), Value: bv[i], HasValue: true})
 		}
 		for i := len(av) - 1; i >= n; i-- {
-			*ops = append(*ops, jsonOp{op: "remove", path: path + "/" + strconv.Itoa(i)})
+			*ops = append(*ops, Op{Op: "remove", Path: path + "/" + strconv.Itoa(i)})
 		}
 		return
 	}
 	if !jsonEqual(a, b) {
-		*ops = append(*ops, jsonOp{op: "replace", path: path, value: b})
+		*ops = append(*ops, Op{Op: "replace", Path: path, Value: b, HasValue: true})
 	}
 }
 
@@ -156,7 +160,7 @@ func escapePointer(k string) string {
 }
 
 // marshalPatch writes the operations as a JSON patch document.
-func marshalPatch(ops []jsonOp) []byte {
+func marshalPatch(ops []Op) []byte {
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	for i, o := range ops {
@@ -164,13 +168,13 @@ func marshalPatch(ops []jsonOp) []byte {
 			buf.WriteByte(',')
 		}
 		buf.WriteString(`{"op":"`)
-		buf.WriteString(o.op)
+		buf.WriteString(o.Op)
 		buf.WriteString(`","path":`)
-		p, _ := json.Marshal(o.path)
+		p, _ := json.Marshal(o.Path)
 		buf.Write(p)
-		if o.op != "remove" {
+		if o.Op != "remove" {
 			buf.WriteString(`,"value":`)
-			v, err := json.Marshal(o.value)
+			v, err := json.Marshal(o.Value)
 			if err != nil {
 				v = []byte("null")
 			}
@@ -223,12 +227,12 @@ func jsonEqual(a, b any) bool {
 			return ai == bi
 		}
 	}
-	x, ok1 := jsonNumber(a)
-	y, ok2 := jsonNumber(b)
+	x, ok1 := numberValue(a)
+	y, ok2 := numberValue(b)
 	return ok1 && ok2 && x == y
 }
 
-func jsonNumber(v any) (float64, bool) {
+func numberValue(v any) (float64, bool) {
 	switch n := v.(type) {
 	case int64:
 		return float64(n), true

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"encoding/json"
@@ -47,7 +47,7 @@ func mutateJSON(r *rand.Rand, v any, depth int) any {
 		out := map[string]any{}
 		for k, e := range x {
 			switch r.IntN(5) {
-			case 0: // dropped
+			case 0: // omitted
 			case 1:
 				out[k] = mutateJSON(r, e, depth-1)
 			default:
@@ -79,16 +79,16 @@ func mutateJSON(r *rand.Rand, v any, depth int) any {
 	return v
 }
 
-// TestDiffJSONApplies holds diffJSON to the JSON patch library the
-// apiserver applies webhook patches with: applying the patch to the first
-// object gives the second.
-func TestDiffJSONApplies(t *testing.T) {
+// TestDiffApplies holds Diff to the JSON patch library the apiserver
+// applies webhook patches with: applying the patch to the first object
+// gives the second.
+func TestDiffApplies(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 5000 {
 		a := map[string]any{"root": randomJSON(r, 4), "x": randomJSON(r, 3)}
 		b := mutateJSON(r, a, 4).(map[string]any)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			ops := diffJSON(a, b)
+			ops := diffOps(a, b)
 			doc, _ := json.Marshal(a)
 			p, err := jsonpatch.DecodePatch(marshalPatch(ops))
 			if err != nil {
@@ -108,12 +108,15 @@ func TestDiffJSONApplies(t *testing.T) {
 			if jsonEqual(a, b) != (len(ops) == 0) {
 				t.Fatalf("equal %v but %d ops", jsonEqual(a, b), len(ops))
 			}
+			if d := Diff(a, b); (d == nil) != (len(ops) == 0) || d != nil && string(d) != string(marshalPatch(ops)) {
+				t.Fatalf("Diff %s, operations %s", d, marshalPatch(ops))
+			}
 		})
 	}
 }
 
-// TestMerge3 carries a change over to the object as it was sent.
-func TestMerge3(t *testing.T) {
+// TestCarryOver carries a change over to the object as it was sent.
+func TestCarryOver(t *testing.T) {
 	tests := []struct {
 		name                      string
 		sent, before, after, want string
@@ -135,7 +138,7 @@ func TestMerge3(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := merge3(sent, before, after); !jsonEqual(got, want) {
+			if got := CarryOver(sent, before, after); !jsonEqual(got, want) {
 				t.Fatalf("got %v, want %v", got, want)
 			}
 		})

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"math"
@@ -15,15 +15,16 @@ import (
 // non-omitempty fields appear as their zero value, quantities and times
 // are written canonically. The fast mutation path holds the object as
 // JSON instead, always in the form runtime.DefaultUnstructuredConverter's
-// ToUnstructured gives the typed struct (the canonical form), and canon
-// reproduces FromUnstructured followed by ToUnstructured on a JSON value
-// without the reflection, from a shape of the Go type derived once. A
+// ToUnstructured gives the typed struct (the canonical form), and
+// canonicalValue reproduces FromUnstructured followed by ToUnstructured on
+// a JSON value without the reflection, from a shape of the Go type derived
+// once (shape.go). A
 // value it is not sure of (a type it does not model, a value the typed
 // decode would refuse) makes it decline, and the request takes the exact
 // path.
 
-// zeroCanon is the canonical form of the Go type's zero value.
-func zeroCanon(sh *shape) (any, bool) {
+// canonicalZero is the canonical form of the Go type's zero value.
+func canonicalZero(sh *shape) (any, bool) {
 	switch sh.kind {
 	case shString:
 		return "", true
@@ -41,11 +42,11 @@ func zeroCanon(sh *shape) (any, bool) {
 			if f.omitzero != nil && f.omitzero(reflect.New(f.sh.typ).Elem()) {
 				continue
 			}
-			z, ok := zeroCanon(f.sh)
+			z, ok := canonicalZero(f.sh)
 			if !ok {
 				return nil, false
 			}
-			if f.omitempty && emptyCanon(z, f.sh) {
+			if f.omitempty && isEmptyCanonical(z, f.sh) {
 				continue
 			}
 			out[f.name] = z
@@ -58,9 +59,9 @@ func zeroCanon(sh *shape) (any, bool) {
 	return nil, false
 }
 
-// emptyCanon is the converter's isEmpty on the typed value whose canonical
-// form v is.
-func emptyCanon(v any, sh *shape) bool {
+// isEmptyCanonical is the converter's isEmpty on the typed value whose
+// canonical form v is.
+func isEmptyCanonical(v any, sh *shape) bool {
 	switch sh.kind {
 	case shString:
 		return v == ""
@@ -90,17 +91,17 @@ func isScalar(v any) bool {
 	return false
 }
 
-// canon is v after the typed round trip of sh's Go type. changed is set
-// when the result is not v itself; ok is false when canon declines.
+// canonicalValue is v after the typed round trip of sh's Go type. changed
+// is set when the result is not v itself; ok is false when it declines.
 // Maps and slices of v are never modified: a changed one is copied. prev,
 // when not nil, is a canonical value v was made from: the maps and slices
 // they share are canonical already and not walked again.
-func canon(v, prev any, sh *shape) (out any, changed, ok bool) {
-	if prev != nil && sharedRef(v, prev) {
+func canonicalValue(v, prev any, sh *shape) (out any, changed, ok bool) {
+	if prev != nil && sameContainer(v, prev) {
 		return v, false, true
 	}
 	if v == nil {
-		z, ok := zeroCanon(sh)
+		z, ok := canonicalZero(sh)
 		return z, z != nil, ok
 	}
 	switch sh.kind {
@@ -150,7 +151,7 @@ func canon(v, prev any, sh *shape) (out any, changed, ok bool) {
 		}
 		return nil, false, false
 	case shPtr:
-		return canon(v, prev, sh.elem)
+		return canonicalValue(v, prev, sh.elem)
 	case shSlice:
 		s, ok := v.([]any)
 		if !ok {
@@ -163,7 +164,7 @@ func canon(v, prev any, sh *shape) (out any, changed, ok bool) {
 			if i < len(ps) {
 				pe = ps[i]
 			}
-			c, ch, ok := canon(e, pe, sh.elem)
+			c, ch, ok := canonicalValue(e, pe, sh.elem)
 			if !ok {
 				return nil, false, false
 			}
@@ -187,7 +188,7 @@ func canon(v, prev any, sh *shape) (out any, changed, ok bool) {
 		pm, _ := prev.(map[string]any)
 		var cp map[string]any
 		for k, e := range m {
-			c, ch, ok := canon(e, pm[k], sh.elem)
+			c, ch, ok := canonicalValue(e, pm[k], sh.elem)
 			if !ok {
 				return nil, false, false
 			}
@@ -208,9 +209,9 @@ func canon(v, prev any, sh *shape) (out any, changed, ok bool) {
 		}
 		return cp, true, true
 	case shStruct:
-		return canonStruct(v, prev, sh)
+		return canonicalStruct(v, prev, sh)
 	case shCustom:
-		c, _, ok := canonCustom(v, sh)
+		c, _, ok := canonicalCustom(v, sh)
 		return c, ok && c != v, ok
 	}
 	return nil, false, false
@@ -231,8 +232,8 @@ type customKey struct {
 	isInt bool
 }
 
-// memoKey is the memo's key for v; false for values it does not keep.
-func memoKey(v any, sh *shape) (customKey, bool) {
+// customMemoKey is the memo's key for v; false for values it does not keep.
+func customMemoKey(v any, sh *shape) (customKey, bool) {
 	switch x := v.(type) {
 	case string:
 		return customKey{t: sh.typ, s: x}, true
@@ -244,10 +245,10 @@ func memoKey(v any, sh *shape) (customKey, bool) {
 
 const customMemoSize = 4096
 
-// canonCustom converts v with the reflect cache entry of sh's type, as the
+// canonicalCustom converts v with the reflect cache entry of sh's type, as the
 // converter does, and returns the typed value too.
-func canonCustom(v any, sh *shape) (any, reflect.Value, bool) {
-	key, keep := memoKey(v, sh)
+func canonicalCustom(v any, sh *shape) (any, reflect.Value, bool) {
+	key, keep := customMemoKey(v, sh)
 	if keep {
 		customMemo.Lock()
 		c, hit := customMemo.m[key]
@@ -256,7 +257,7 @@ func canonCustom(v any, sh *shape) (any, reflect.Value, bool) {
 			return c, reflect.Value{}, true
 		}
 	}
-	c, dv, ok := canonCustomSlow(v, sh)
+	c, dv, ok := convertCustom(v, sh)
 	if keep && ok {
 		customMemo.Lock()
 		if customMemo.m == nil || len(customMemo.m) >= customMemoSize {
@@ -268,7 +269,7 @@ func canonCustom(v any, sh *shape) (any, reflect.Value, bool) {
 	return c, dv, ok
 }
 
-func canonCustomSlow(v any, sh *shape) (any, reflect.Value, bool) {
+func convertCustom(v any, sh *shape) (any, reflect.Value, bool) {
 	dv := reflect.New(sh.typ).Elem()
 	entry := value.TypeReflectEntryOf(sh.typ)
 	if v != nil {
@@ -283,7 +284,7 @@ func canonCustomSlow(v any, sh *shape) (any, reflect.Value, bool) {
 	return c, dv, true
 }
 
-func canonStruct(v, prev any, sh *shape) (any, bool, bool) {
+func canonicalStruct(v, prev any, sh *shape) (any, bool, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, false, false
@@ -301,12 +302,12 @@ func canonStruct(v, prev any, sh *shape) (any, bool, bool) {
 		in, has := m[f.name]
 		var c any
 		var ch bool
-		if !has && f.absentDrops {
-			c = dropped
+		if !has && f.omittedWhenAbsent {
+			c = omittedField
 		} else if f.omitzero != nil {
 			var dv reflect.Value
 			var ok bool
-			if c, dv, ok = canonCustomSlow(in, f.sh); !ok {
+			if c, dv, ok = convertCustom(in, f.sh); !ok {
 				return nil, false, false
 			}
 			if has {
@@ -314,27 +315,27 @@ func canonStruct(v, prev any, sh *shape) (any, bool, bool) {
 			}
 			switch {
 			case f.omitzero(dv):
-				c, ch = dropped, has
+				c, ch = omittedField, has
 			case !has || c != in:
 				ch = true
 			}
 		} else if has {
 			present++
 			var ok bool
-			if c, ch, ok = canon(in, pm[f.name], f.sh); !ok {
+			if c, ch, ok = canonicalValue(in, pm[f.name], f.sh); !ok {
 				return nil, false, false
 			}
-			if f.omitempty && emptyCanon(c, f.sh) {
+			if f.omitempty && isEmptyCanonical(c, f.sh) {
 				ch = true
-				c = dropped
+				c = omittedField
 			}
 		} else {
-			z, ok := zeroCanon(f.sh)
+			z, ok := canonicalZero(f.sh)
 			if !ok {
 				return nil, false, false
 			}
-			if f.omitempty && emptyCanon(z, f.sh) {
-				c = dropped
+			if f.omitempty && isEmptyCanonical(z, f.sh) {
+				c = omittedField
 			} else {
 				c, ch = z, true
 			}
@@ -345,7 +346,7 @@ func canonStruct(v, prev any, sh *shape) (any, bool, bool) {
 				if x, has := m[sh.fields[j].name]; has {
 					vals[j] = x
 				} else {
-					vals[j] = dropped
+					vals[j] = omittedField
 				}
 			}
 		}
@@ -358,21 +359,27 @@ func canonStruct(v, prev any, sh *shape) (any, bool, bool) {
 	}
 	out := make(map[string]any, present)
 	for i, f := range sh.fields {
-		if vals[i] != dropped {
+		if vals[i] != omittedField {
 			out[f.name] = vals[i]
 		}
 	}
 	return out, true, true
 }
 
-// dropped marks a field the canonical form leaves out.
-var dropped any = &struct{ byte }{}
+// omittedField marks a field the canonical form leaves out.
+var omittedField any = &struct{ byte }{}
 
-// canonObject is the canonical form of a built-in kind's object as the
-// plugin holds it: the typed round trip, with the kind's apiVersion and
-// kind set as the decoder sets them. ok is false when canon declines.
-// prev, when not nil, is the canonical object m was made from.
-func canonObject(m, prev map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
+// Canonicalize is the canonical form of obj, an object of a kind of
+// client-go's scheme, as the plugin holds it: obj decoded into its typed Go
+// struct and encoded back (FromUnstructured, then ToUnstructured), with
+// the kind's apiVersion and kind set as the decoder sets them. ok is false
+// when it declines: a kind the scheme does not know, a value the typed
+// decode would refuse or change in a way this does not model (unknown
+// fields, an integer out of its field's range, a bad quantity or time).
+// obj is never modified; what needs no change is shared with the result.
+// prev, when not nil, is a canonical object obj was made from (obj is prev
+// after a patch): the maps and slices they share are not walked again.
+func Canonicalize(obj, prev map[string]any, gvk schema.GroupVersionKind) (map[string]any, bool) {
 	sh := shapeOfKind(gvk)
 	if sh == nil || sh.kind != shStruct {
 		return nil, false
@@ -381,7 +388,7 @@ func canonObject(m, prev map[string]any, gvk schema.GroupVersionKind) (map[strin
 	if prev != nil {
 		p = prev
 	}
-	c, _, ok := canon(m, p, sh)
+	c, _, ok := canonicalValue(obj, p, sh)
 	if !ok {
 		return nil, false
 	}
@@ -398,8 +405,8 @@ func canonObject(m, prev map[string]any, gvk schema.GroupVersionKind) (map[strin
 	return out, true
 }
 
-// sharedRef reports whether a and b are the same decoded map or slice.
-func sharedRef(a, b any) bool {
+// sameContainer reports whether a and b are the same decoded map or slice.
+func sameContainer(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)

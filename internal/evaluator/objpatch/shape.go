@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"reflect"
@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
-// A shape is what canon needs to know of a Go type of the scheme: its
-// kind of JSON value, a struct's fields with their JSON names and
+// A shape is what canonicalValue needs to know of a Go type of the scheme:
+// its kind of JSON value, a struct's fields with their JSON names and
 // omitempty, what a pointer, slice or map holds, and which types convert
 // themselves (quantities, times, int-or-string). It is derived once per
 // type by reflection, as the converter's own field cache is.
@@ -41,9 +41,10 @@ type shape struct {
 	byName map[string]int
 	elem   *shape
 	typ    reflect.Type
-	// finished is set once finish has computed the fields' absentDrops;
-	// a shape is read without the lock only after that.
-	finished bool
+	// resolved is set once resolveOmittedWhenAbsent has computed the
+	// fields' omittedWhenAbsent; a shape is read without the lock only
+	// after that.
+	resolved bool
 }
 
 type fieldShape struct {
@@ -53,9 +54,9 @@ type fieldShape struct {
 	// omitzero fields modelled (metav1.ObjectMeta's creationTimestamp).
 	omitzero func(reflect.Value) bool
 	sh       *shape
-	// absentDrops is set when the canonical form leaves the field out
-	// when it is absent (finish computes it).
-	absentDrops bool
+	// omittedWhenAbsent is set when the canonical form leaves the field out
+	// when it is absent (resolveOmittedWhenAbsent computes it).
+	omittedWhenAbsent bool
 }
 
 var (
@@ -74,15 +75,15 @@ func shapeOfKind(gvk schema.GroupVersionKind) *shape {
 	var sh *shape
 	if t, ok := clientgoscheme.Scheme.AllKnownTypes()[gvk]; ok {
 		shapesMu.Lock()
-		sh = shapeOfLocked(t)
-		finish(sh, map[*shape]bool{})
+		sh = shapeOfTypeLocked(t)
+		resolveOmittedWhenAbsent(sh, map[*shape]bool{})
 		shapesMu.Unlock()
 	}
 	kindShapes.Store(gvk, sh)
 	return sh
 }
 
-func shapeOfLocked(t reflect.Type) *shape {
+func shapeOfTypeLocked(t reflect.Type) *shape {
 	if sh, ok := shapes[t]; ok {
 		return sh
 	}
@@ -108,49 +109,52 @@ func shapeOfLocked(t reflect.Type) *shape {
 	case reflect.Float32, reflect.Float64:
 		sh.kind, sh.bits = shFloat, t.Bits()
 	case reflect.Pointer:
-		sh.kind, sh.elem = shPtr, shapeOfLocked(t.Elem())
+		sh.kind, sh.elem = shPtr, shapeOfTypeLocked(t.Elem())
 	case reflect.Slice:
 		if t.Elem().Kind() != reflect.Uint8 {
-			sh.kind, sh.elem = shSlice, shapeOfLocked(t.Elem())
+			sh.kind, sh.elem = shSlice, shapeOfTypeLocked(t.Elem())
 		}
 	case reflect.Map:
 		if t.Key().Kind() == reflect.String {
-			sh.kind, sh.elem = shMap, shapeOfLocked(t.Elem())
+			sh.kind, sh.elem = shMap, shapeOfTypeLocked(t.Elem())
 		}
 	case reflect.Struct:
 		sh.byName = map[string]int{}
-		if addFields(sh, t) {
+		if addStructFields(sh, t) {
 			sh.kind = shStruct
 		}
 	}
 	return sh
 }
 
-// finish computes what the fields of sh and its parts need once.
-func finish(sh *shape, seen map[*shape]bool) {
-	if sh.finished || seen[sh] {
+// resolveOmittedWhenAbsent sets omittedWhenAbsent on the fields of sh and
+// of the shapes it holds, once: it needs the canonical zero value of each
+// field's type, which is known only when the whole (maybe recursive) type
+// has its shape.
+func resolveOmittedWhenAbsent(sh *shape, seen map[*shape]bool) {
+	if sh.resolved || seen[sh] {
 		return
 	}
 	seen[sh] = true
-	defer func() { sh.finished = true }()
+	defer func() { sh.resolved = true }()
 	for i := range sh.fields {
 		f := &sh.fields[i]
 		if f.omitzero != nil {
-			f.absentDrops = f.omitzero(reflect.New(f.sh.typ).Elem())
-		} else if z, ok := zeroCanon(f.sh); ok {
-			f.absentDrops = f.omitempty && emptyCanon(z, f.sh)
+			f.omittedWhenAbsent = f.omitzero(reflect.New(f.sh.typ).Elem())
+		} else if z, ok := canonicalZero(f.sh); ok {
+			f.omittedWhenAbsent = f.omitempty && isEmptyCanonical(z, f.sh)
 		}
-		finish(f.sh, seen)
+		resolveOmittedWhenAbsent(f.sh, seen)
 	}
 	if sh.elem != nil {
-		finish(sh.elem, seen)
+		resolveOmittedWhenAbsent(sh.elem, seen)
 	}
 }
 
-// addFields adds t's fields to sh, inlined ones flattened, as the
+// addStructFields adds t's fields to sh, inlined ones flattened, as the
 // converter's fieldInfoFromField names them; false for what it does not
 // model (omitzero, names that collide).
-func addFields(sh *shape, t reflect.Type) bool {
+func addStructFields(sh *shape, t reflect.Type) bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, omitempty, omitzero, inline := f.Name, false, false, false
@@ -179,7 +183,7 @@ func addFields(sh *shape, t reflect.Type) bool {
 			continue
 		}
 		if inline {
-			if f.Type.Kind() != reflect.Struct || !addFields(sh, f.Type) {
+			if f.Type.Kind() != reflect.Struct || !addStructFields(sh, f.Type) {
 				return false
 			}
 			continue
@@ -190,7 +194,7 @@ func addFields(sh *shape, t reflect.Type) bool {
 		if _, dup := sh.byName[name]; dup {
 			return false
 		}
-		fs := fieldShape{name: name, omitempty: omitempty, sh: shapeOfLocked(f.Type)}
+		fs := fieldShape{name: name, omitempty: omitempty, sh: shapeOfTypeLocked(f.Type)}
 		if omitzero {
 			if fs.sh.kind != shCustom {
 				return false

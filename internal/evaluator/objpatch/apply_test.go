@@ -1,23 +1,33 @@
-package evaluator
+package objpatch
 
 import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
-// TestApplyFastMatchesMerge holds applyFast to structured-merge-diff's
-// merge of the whole objects, as the plugin runs it, on random keyed
-// lists (the order of the result is the merge's subtlest part), nested
-// maps and scalars.
-func TestApplyFastMatchesMerge(t *testing.T) {
+// builtinConverter is the type converter of the built-in kinds, the one
+// the evaluator merges them with.
+var builtinConverter = sync.OnceValue(func() managedfields.TypeConverter {
+	return applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+})
+
+// TestServerSideApplyMatchesMerge holds ServerSideApply to
+// structured-merge-diff's merge of the whole objects, as the plugin runs it,
+// on random keyed lists (the order of the result is the merge's subtlest
+// part), nested maps and scalars.
+func TestServerSideApplyMatchesMerge(t *testing.T) {
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	tc := typeConverterFor(gvk)
+	tc := builtinConverter()
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := []string{"a", "b", "c", "d", "e", "f"}
 	containers := func(maxN int, image string) []any {
@@ -60,7 +70,7 @@ func TestApplyFastMatchesMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := applyFast(tc, live, copyJSON(patch), gvk, false)
+		got, ok := ServerSideApply(tc, live, copyJSON(patch), gvk, false)
 		if !ok {
 			continue
 		}
@@ -74,7 +84,7 @@ func TestApplyFastMatchesMerge(t *testing.T) {
 		}
 	}
 	if fast < 400 {
-		t.Errorf("applyFast answered %d of 500", fast)
+		t.Errorf("ServerSideApply answered %d of 500", fast)
 	}
 	t.Logf("%d compared", compared)
 }
@@ -86,13 +96,12 @@ func copyJSON(m map[string]any) map[string]any {
 	return out
 }
 
-// TestCheckLive holds checkLive to the plugin's conversion of the live
-// object: whatever that refuses, checkLive must refuse (it may refuse
-// more: items without keys, which the conversion accepts, it leaves to
-// the exact path), and a plain Pod it must accept.
-func TestCheckLive(t *testing.T) {
-	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	tc := typeConverterFor(gvk)
+// TestLiveConvertsToTyped holds liveConvertsToTyped to the plugin's
+// conversion of the live object: whatever that refuses, it must refuse (it
+// may refuse more: items without keys, which the conversion accepts, it
+// leaves to the exact path), and a plain Pod it must accept.
+func TestLiveConvertsToTyped(t *testing.T) {
+	tc := builtinConverter()
 	pt, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod"}})
 	if err != nil {
 		t.Fatal(err)
@@ -108,9 +117,9 @@ func TestCheckLive(t *testing.T) {
 		"null container":           pod(map[string]any{"containers": []any{nil}}),
 	} {
 		_, werr := tc.ObjectToTyped(&unstructured.Unstructured{Object: obj}, typed.AllowDuplicates)
-		got := checkLive(pt.Schema(), pt.TypeRef(), obj)
+		got := liveConvertsToTyped(pt.Schema(), pt.TypeRef(), obj)
 		if got && werr != nil || name == "fine" && !got {
-			t.Errorf("%s: checkLive %v, conversion error %v", name, got, werr)
+			t.Errorf("%s: liveConvertsToTyped %v, conversion error %v", name, got, werr)
 		}
 		if name == "null container" && werr == nil {
 			t.Errorf("the conversion accepts a null keyed item: the case tests nothing")

@@ -1,4 +1,4 @@
-package evaluator
+package objpatch
 
 import (
 	"encoding/json"
@@ -11,8 +11,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-// typedRoundTrip is what canon reproduces: the object decoded into its Go
-// type and encoded back, as the plugin holds it.
+// typedRoundTrip is what canonicalValue reproduces: the object decoded into
+// its Go type and encoded back, as the plugin holds it.
 func typedRoundTrip(t *testing.T, gvk schema.GroupVersionKind, m map[string]any) (map[string]any, error) {
 	t.Helper()
 	obj, err := clientgoscheme.Scheme.New(gvk)
@@ -28,7 +28,7 @@ func typedRoundTrip(t *testing.T, gvk schema.GroupVersionKind, m map[string]any)
 
 func baselinePodJSON(t *testing.T) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile("../../samples/baseline/pod.json")
+	data, err := os.ReadFile("../../../samples/baseline/pod.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func normalizeNumbers(v any) any {
 	return v
 }
 
-func TestCanonMatchesTypedRoundTrip(t *testing.T) {
+func TestCanonicalizeMatchesTypedRoundTrip(t *testing.T) {
 	podGVK := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	container := func(extra map[string]any) map[string]any {
 		c := map[string]any{"name": "c", "image": "nginx"}
@@ -99,7 +99,7 @@ func TestCanonMatchesTypedRoundTrip(t *testing.T) {
 		"overhead":              {"spec": map[string]any{"overhead": map[string]any{"cpu": "100m"}}},
 		"string list with null": {"spec": map[string]any{"containers": []any{map[string]any{"name": "a", "args": []any{"x", nil}}}}},
 	}
-	// Declined: what the typed decode refuses, and what canon does not
+	// Declined: what the typed decode refuses, and what canonicalValue does not
 	// model (unknown fields, which FromUnstructured drops and a strict
 	// decode refuses; managedFields' fieldsV1).
 	declines := map[string]bool{"quantity bad": true, "int fraction": true, "int as string": true, "unknown field": true,
@@ -108,9 +108,9 @@ func TestCanonMatchesTypedRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, werr := typedRoundTrip(t, podGVK, in)
 			snapshot := runtime.DeepCopyJSON(in)
-			got, ok := canonObject(in, nil, podGVK)
+			got, ok := Canonicalize(in, nil, podGVK)
 			if !reflect.DeepEqual(in, snapshot) {
-				t.Fatal("canon modified its input")
+				t.Fatal("canonicalValue modified its input")
 			}
 			if ok == declines[name] {
 				t.Fatalf("declined %v, want %v (round trip error: %v)", !ok, declines[name], werr)
@@ -119,22 +119,22 @@ func TestCanonMatchesTypedRoundTrip(t *testing.T) {
 				return
 			}
 			if werr != nil {
-				t.Fatalf("canon accepted what the typed decode refuses: %v", werr)
+				t.Fatalf("canonicalValue accepted what the typed decode refuses: %v", werr)
 			}
 			if !reflect.DeepEqual(got, want) {
 				g, _ := json.Marshal(got)
 				w, _ := json.Marshal(want)
-				t.Fatalf("canon\n%s\nround trip\n%s", g, w)
+				t.Fatalf("canonicalValue\n%s\nround trip\n%s", g, w)
 			}
-			again, ok := canonObject(got, nil, podGVK)
+			again, ok := Canonicalize(got, nil, podGVK)
 			if !ok || !reflect.DeepEqual(again, got) {
 				t.Fatal("the canonical form is not a fixed point")
 			}
 			// What it shares with the canonical form is skipped, and the
 			// rest made canonical again.
-			again, ok = canonObject(in, got, podGVK)
+			again, ok = Canonicalize(in, got, podGVK)
 			if !ok || !reflect.DeepEqual(again, got) {
-				t.Fatal("canon against the canonical form differs")
+				t.Fatal("canonicalValue against the canonical form differs")
 			}
 		})
 	}
