@@ -31,8 +31,11 @@ func TestCLIBadInputNamesFlagOrFileAndField(t *testing.T) {
 		want string
 	}{
 		{"a negative concurrency", []string{"tenant", "set-limits", "acme", "--concurrent-evaluations", "-3"}, 1, "--concurrent-evaluations: must be between 1 and 10000"},
-		{"a negative CEL cost", []string{"tenant", "set-limits", "acme", "--cel-cost-per-request", "-3"}, 1, "--cel-cost-per-request: must be positive"},
-		{"a negative rate", []string{"tenant", "set-limits", "acme", "--requests-per-second", "-1"}, 1, "--requests-per-second: must be a positive number"},
+		{"a negative CEL cost", []string{"tenant", "set-limits", "acme", "--cel-cost-per-request", "-3"}, 1, "--cel-cost-per-request: must be between 1 and 9007199254740991"},
+		// issue 30, finding 12: out of range is a 422 naming the flag, never a 500.
+		{"a CEL cost past 2^53", []string{"tenant", "set-limits", "acme", "--cel-cost-per-request", "10000000000000000"}, 1, "--cel-cost-per-request: must be between 1 and 9007199254740991"},
+		{"a rate no replica serves", []string{"tenant", "set-limits", "acme", "--requests-per-second", "1e9"}, 1, "--requests-per-second: must be between 0.001 and 1e+06"},
+		{"a negative rate", []string{"tenant", "set-limits", "acme", "--requests-per-second", "-1"}, 1, "--requests-per-second: must be between 0.001 and 1e+06"},
 		{"a rate that is no number", []string{"tenant", "set-limits", "acme", "--requests-per-second", "abc"}, 2, `invalid value "abc" for flag -requests-per-second`},
 		{"a bad label key", []string{"cluster", "label", "prod", "--tenant", "acme", "bad key=v"}, 1, `label key "bad key"`},
 		{"a bad label value", []string{"cluster", "label", "prod", "--tenant", "acme", "k=bad value"}, 1, `label "k": value "bad value"`},

@@ -92,6 +92,7 @@ func (m *Main) setupAdminAPI() error {
 		MaxBodyBytes:      m.Config.MaxRequestBytes,
 		Limits:            m.LimitStore,
 		LimitDefaults:     m.Limits.Defaults(),
+		Limiter:           m.Limits,
 		MaxApplyDocuments: m.Config.MaxApplyDocuments,
 		Tracer:            m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/api"),
 		Propagator:        m.Tracing.Propagator,

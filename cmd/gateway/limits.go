@@ -21,6 +21,9 @@ func (m *Main) setupLimits(ctx context.Context) {
 	}
 	m.LimitStore = limits.NewStore(m.Pool)
 	m.Limits = limits.NewLimiter(defaults, m.LimitStore, m.Logger)
+	// A tenant's only cluster may use all of its limits; one of several,
+	// its share (limits.ClusterShare).
+	m.Limits.CountClusters(m.Auth.Clusters)
 	m.Limits.Subscribe(m.Listener)
 	if err := m.Limits.Load(ctx); err != nil {
 		m.Logger.Warn("tenant limits not loaded yet; the defaults apply", "error", err)

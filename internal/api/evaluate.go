@@ -50,6 +50,16 @@ func (s *Server) evaluate(c *call) error {
 		}
 		return fault.InvalidField("review", "%v", err)
 	}
+	// The whole evaluation, compiling the candidate objects included, runs
+	// within one budget and under the tenant's limits: compiling thousands
+	// of candidate policies is work as real as evaluating them.
+	ctx, cancel := context.WithTimeout(c.ctx(), evaluateBudget)
+	defer cancel()
+	release, opts, err := s.limitEvaluation(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer release()
 	candidate := len(req.Objects) > 0 || req.Replace
 	var snap *policystore.Snapshot
 	if candidate {
@@ -71,17 +81,15 @@ func (s *Server) evaluate(c *call) error {
 					len(docs), limit)
 			}
 		}
-		snap, err = s.Policies.CandidateSnapshot(c.ctx(), c.tenant.ID, docs, req.Replace)
+		snap, err = s.Policies.CandidateSnapshot(ctx, c.tenant.ID, docs, req.Replace)
 	} else {
-		snap, err = s.Snapshot(c.ctx(), c.tenant.ID)
+		snap, err = s.Snapshot(ctx, c.tenant.ID)
 	}
 	if err != nil {
 		return err
 	}
 	// The cluster's labels, for bindings with a cluster selector.
 	rev.Request.ClusterLabels = cl.Labels
-	ctx, cancel := context.WithTimeout(c.ctx(), evaluateBudget)
-	defer cancel()
 	// As in the webhook: without an inventory every namespace is unknown,
 	// and bindings that need one follow their failurePolicy.
 	var nss evaluator.NamespaceLookup = evaluator.NamespaceMap{}
@@ -90,10 +98,11 @@ func (s *Server) evaluate(c *call) error {
 	}
 	answer := apiv1.EvaluateResponse{SnapshotVersion: snap.Version, Candidate: candidate}
 	if req.Chain {
-		err = evaluateChain(ctx, &answer, req.Review, rev, snap.Compiled, nss)
+		err = evaluateChain(ctx, &answer, req.Review, rev, snap.Compiled, nss, opts)
 	} else {
-		err = evaluateOne(ctx, &answer, rev, snap.Compiled, nss, req.Mutate)
+		err = evaluateOne(ctx, &answer, rev, snap.Compiled, nss, req.Mutate, opts)
 	}
+	release()
 	if err != nil {
 		return err
 	}

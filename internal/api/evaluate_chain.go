@@ -14,8 +14,8 @@ import (
 // evaluateOne answers as one webhook: the validating one, or the mutating
 // one.
 func evaluateOne(ctx context.Context, answer *apiv1.EvaluateResponse, rev *admission.Review, snap *evaluator.Snapshot,
-	nss evaluator.NamespaceLookup, mutate bool) error {
-	res, out := admission.Answer(ctx, rev, snap, nss, mutate, evaluator.WithTrace())
+	nss evaluator.NamespaceLookup, mutate bool, opts []evaluator.ValidateOption) error {
+	res, out := admission.Answer(ctx, rev, snap, nss, mutate, append(slices.Clip(opts), evaluator.WithTrace())...)
 	answer.Review, answer.Trace = out, wireTrace(res)
 	answer.Evaluated = []string{"validate"}
 	if mutate {
@@ -32,14 +32,15 @@ func evaluateOne(ctx context.Context, answer *apiv1.EvaluateResponse, rev *admis
 // the first denial. A binding matches when its policy's and its own
 // resource rules and selectors match and its matchConditions hold; a
 // binding that failed to apply counts, since its failurePolicy may decide
-// the answer. raw is rev as it was sent.
+// the answer. raw is rev as it was sent. Each webhook's evaluation gets
+// opts (the tenant's cost limit), as each of the two calls would.
 func evaluateChain(ctx context.Context, answer *apiv1.EvaluateResponse, raw json.RawMessage, rev *admission.Review,
-	snap *evaluator.Snapshot, nss evaluator.NamespaceLookup) error {
-	res, out := admission.Answer(ctx, rev, snap, nss, true, evaluator.WithTrace())
+	snap *evaluator.Snapshot, nss evaluator.NamespaceLookup, opts []evaluator.ValidateOption) error {
+	res, out := admission.Answer(ctx, rev, snap, nss, true, append(slices.Clip(opts), evaluator.WithTrace())...)
 	if res.Allowed && !slices.ContainsFunc(res.Bindings, func(b evaluator.BindingResult) bool {
 		return b.Outcome != evaluator.OutcomeNotMatched && b.Outcome != evaluator.OutcomeClusterSkipped
 	}) {
-		return evaluateOne(ctx, answer, rev, snap, nss, false)
+		return evaluateOne(ctx, answer, rev, snap, nss, false, opts)
 	}
 	answer.Mutation = &apiv1.EvaluateStep{Review: out, Trace: wireTrace(res)}
 	answer.Evaluated = []string{"mutate"}
@@ -59,7 +60,7 @@ func evaluateChain(ctx context.Context, answer *apiv1.EvaluateResponse, raw json
 		}
 		rev.Request.ClusterLabels = labels
 	}
-	vres, vout := admission.Answer(ctx, rev, snap, nss, false, evaluator.WithTrace())
+	vres, vout := admission.Answer(ctx, rev, snap, nss, false, append(slices.Clip(opts), evaluator.WithTrace())...)
 	answer.Review, answer.Trace = vout, wireTrace(vres)
 	answer.Evaluated = append(answer.Evaluated, "validate")
 	return nil

@@ -1,11 +1,8 @@
 package api
 
 import (
-	"math"
-
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/auditlog"
-	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/limits"
 )
 
@@ -49,20 +46,17 @@ func (s *Server) putLimits(c *call) error {
 	if err := c.decode(&in); err != nil {
 		return err
 	}
-	switch {
-	case in.ConcurrentEvaluations < 0 || in.ConcurrentEvaluations > 10_000:
-		return fault.InvalidField("concurrentEvaluations", "must be between 1 and 10000, or 0 for the default")
-	case in.CELCostPerRequest < 0:
-		return fault.InvalidField("celCostPerRequest", "must be positive, or 0 for the default")
-	case in.RequestsPerSecond < 0 || math.IsNaN(in.RequestsPerSecond) || math.IsInf(in.RequestsPerSecond, 0):
-		return fault.InvalidField("requestsPerSecond", "must be a positive number, or 0 for the default")
+	o := limits.Limits{ConcurrentEvaluations: in.ConcurrentEvaluations, CELCostPerRequest: in.CELCostPerRequest,
+		RequestsPerSecond: in.RequestsPerSecond}
+	// Before anything is read: a value out of its range is a 422 naming
+	// the field, whatever the store would make of it.
+	if err := limits.Check(o); err != nil {
+		return err
 	}
 	before, err := s.Limits.Get(c.ctx(), c.tenant.ID)
 	if err != nil {
 		return err
 	}
-	o := limits.Limits{ConcurrentEvaluations: in.ConcurrentEvaluations, CELCostPerRequest: in.CELCostPerRequest,
-		RequestsPerSecond: in.RequestsPerSecond}
 	if err := s.Limits.Set(c.ctx(), c.tenant.ID, o); err != nil {
 		return err
 	}

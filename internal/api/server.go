@@ -57,6 +57,9 @@ type Server struct {
 	// LimitDefaults are the gateway's defaults they override.
 	Limits        *limits.Store
 	LimitDefaults limits.Limits
+	// Limiter, when set, charges the evaluations of POST .../evaluate to
+	// the tenant's limits on this replica, as the webhook's requests are.
+	Limiter *limits.Limiter
 	// MaxBodyBytes bounds request bodies; 8 MiB when zero.
 	MaxBodyBytes int64
 	// MaxApplyDocuments bounds the objects of one apply;

@@ -3,6 +3,7 @@ package evaluator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"sync"
@@ -261,4 +262,21 @@ func TestBaselineViolations(t *testing.T) {
 			t.Fatalf("got %+v", res.Status)
 		}
 	})
+}
+
+// CompileContext stops when its context ends, so that compiling a
+// candidate policy set for the admin API gives its evaluation slot back
+// at the request's deadline (issue 30, finding 6); with a live context it
+// compiles what Compile does.
+func TestCompileContextStops(t *testing.T) {
+	objs := Objects{Policies: pols(policy("a", validation("true")), policy("b", validation("true"))), Bindings: binds(binding("b", "a"))}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if s, err := CompileContext(ctx, objs, CompileOptions{}); s != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v, %v", s, err)
+	}
+	s, err := CompileContext(context.Background(), objs, CompileOptions{})
+	if err != nil || s.Stats() != Compile(objs, CompileOptions{}).Stats() {
+		t.Fatalf("live: %+v, %v", s, err)
+	}
 }

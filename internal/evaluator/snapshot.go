@@ -1,6 +1,7 @@
 package evaluator
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -43,6 +44,16 @@ func (s *Snapshot) Stats() Stats { return s.stats }
 // modified; API defaults (failurePolicy Fail, matchPolicy Equivalent, empty
 // selectors, rule scope "*") are applied to copies.
 func Compile(objs Objects, opts CompileOptions) *Snapshot {
+	s, _ := CompileContext(context.Background(), objs, opts)
+	return s
+}
+
+// CompileContext is Compile that stops when ctx ends, between one policy
+// or binding and the next (CEL's own limits on an expression's size and
+// depth bound each one): a candidate set sent to the admin API compiles
+// within that request's budget and gives its evaluation slot back when the
+// caller goes away. The error is ctx's, and the snapshot nil.
+func CompileContext(ctx context.Context, objs Objects, opts CompileOptions) (*Snapshot, error) {
 	compositionEnvTemplate()
 	s := &Snapshot{}
 
@@ -61,6 +72,9 @@ func Compile(objs Objects, opts CompileOptions) *Snapshot {
 
 	byName := map[string]*compiledPolicy{}
 	for _, p := range policies {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if _, dup := byName[p.Name]; dup {
 			continue // a later duplicate name cannot exist in a cluster; keep the first
 		}
@@ -71,6 +85,9 @@ func Compile(objs Objects, opts CompileOptions) *Snapshot {
 		s.compileErrors = append(s.compileErrors, cp.validating.compileErrors(cp)...)
 	}
 	for _, b := range bindings {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		cb, errs := compileValidatingBinding(b)
 		s.compileErrors = append(s.compileErrors, errs...)
 		cp := byName[b.Spec.PolicyName]
@@ -91,13 +108,15 @@ func Compile(objs Objects, opts CompileOptions) *Snapshot {
 		s.stats.Expressions += cp.validating.expressions(cp)
 		s.stats.Programs += cp.keptPrograms()
 	}
-	s.compileMutating(objs, opts)
-	return s
+	if err := s.compileMutating(ctx, objs, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // compileMutating compiles the MutatingAdmissionPolicies and their
 // bindings as Compile does the validating ones.
-func (s *Snapshot) compileMutating(objs Objects, opts CompileOptions) {
+func (s *Snapshot) compileMutating(ctx context.Context, objs Objects, opts CompileOptions) error {
 	policies := defaultedByName(objs.MutatingPolicies, func(p *admissionregistrationv1.MutatingAdmissionPolicy) *admissionregistrationv1.MutatingAdmissionPolicy {
 		p = p.DeepCopy()
 		SetMutatingPolicyDefaults(p)
@@ -111,6 +130,9 @@ func (s *Snapshot) compileMutating(objs Objects, opts CompileOptions) {
 	m := &s.mutating
 	byName := map[string]*compiledPolicy{}
 	for _, p := range policies {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if _, dup := byName[p.Name]; dup {
 			continue
 		}
@@ -123,6 +145,9 @@ func (s *Snapshot) compileMutating(objs Objects, opts CompileOptions) {
 		s.stats.Programs += cp.keptPrograms()
 	}
 	for _, b := range bindings {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		cb, errs := compileMutatingBinding(b)
 		s.compileErrors = append(s.compileErrors, errs...)
 		cp := byName[b.Spec.PolicyName]
@@ -137,6 +162,7 @@ func (s *Snapshot) compileMutating(objs Objects, opts CompileOptions) {
 	s.stats.MutatingPolicies = len(m.policies)
 	s.stats.MutatingHooks = len(m.hooks)
 	s.stats.CompileErrors = len(s.compileErrors)
+	return nil
 }
 
 // defaultedByName is the non-nil objects of in, each through prepare (a

@@ -157,9 +157,9 @@ func (l *Lane) Run(ctx context.Context, f func()) error {
 	case l.work <- j:
 	case <-ctx.Done():
 		return fault.Errorf(fault.TooManyRequests,
-			"tenant's expensive evaluations are waiting for the low-priority lane (%d workers on this replica); the webhook's failurePolicy applies", l.workers)
+			"tenant's expensive evaluations are waiting for the low-priority lane (%d workers on this replica)", l.workers)
 	case <-l.quit:
-		return fault.Errorf(fault.Unavailable, "the replica is shutting down; the webhook's failurePolicy applies")
+		return fault.Errorf(fault.Unavailable, "the replica is shutting down")
 	}
 	l.runs.Inc()
 	<-j.done

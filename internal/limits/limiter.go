@@ -22,7 +22,32 @@ const (
 	// LimitLane: an expensive tenant's evaluation found no lane worker
 	// before its deadline.
 	LimitLane = "low_priority_lane"
+	// LimitClusterRate and LimitClusterConcurrency: one cluster (or the
+	// admin API) used up its share of its tenant's rate or concurrency
+	// (see ClusterShare).
+	LimitClusterRate        = "cluster_requests_per_second"
+	LimitClusterConcurrency = "cluster_concurrent_evaluations"
 )
+
+// AdminAPI is the source of the admin API's evaluations (POST
+// .../evaluate, the web UI's Test page): they count against the tenant's
+// limits like one more cluster, always held to a cluster's share, so that
+// a token holder running evaluations in a loop never takes more than half
+// of what the tenant's clusters may use. Cluster ids are positive.
+const AdminAPI int64 = 0
+
+// ClusterShare is how much of each of its tenant's limits on requests per
+// second and concurrent evaluations one cluster may use on a replica,
+// when the tenant has more than one cluster: half (rounded up, at least
+// one evaluation). One cluster's flood (a leaked URL secret, a runaway
+// controller) then leaves its siblings at least the other half, however
+// long it lasts; a cluster of its own the tenant's limits need not share.
+// Half, not 1/N: a tenant's clusters are seldom equally busy, and a share
+// of 1/N would make the busiest cluster of a ten-cluster tenant live on a
+// tenth of the limits the operator chose.
+const ClusterShare = 0.5
+
+func clusterConcurrency(conc int) int { return max(1, int(math.Ceil(float64(conc)*ClusterShare))) }
 
 // DefaultConcurrentEvaluations is the default of ConcurrentEvaluations:
 // half the replica's processors, at least one. A tenant then never holds
@@ -50,6 +75,9 @@ type Limiter struct {
 	// before it is refused (the request's own deadline may end it sooner).
 	maxWait time.Duration
 	now     func() time.Time
+	// clusters says how many clusters a tenant has; nil: always more
+	// than one (every cluster is held to its share).
+	clusters func(tenantID int64) int
 
 	// lane, when set, runs the evaluations of tenants whose average CEL
 	// cost per request is over laneAfter (see Lane).
@@ -62,6 +90,19 @@ type Limiter struct {
 }
 
 type tenantState struct {
+	gate
+	// avgCost is the moving average of the tenant's CEL cost per
+	// request; onLane says whether its evaluations run on the
+	// low-priority lane.
+	avgCost int64
+	onLane  bool
+	// sources are the tenant's clusters (and AdminAPI) with their
+	// shares; as many as the tenant has clusters.
+	sources map[int64]*gate
+}
+
+// gate is the state of one concurrency limit and one rate limit.
+type gate struct {
 	// slots holds a token per evaluation in progress; its capacity is the
 	// concurrency it was made for (conc). A change makes a new channel:
 	// evaluations in progress release into the one they took.
@@ -70,11 +111,32 @@ type tenantState struct {
 	// The token bucket of the rate limit, made for rate.
 	tokens, rate float64
 	last         time.Time
-	// avgCost is the moving average of the tenant's CEL cost per
-	// request; onLane says whether its evaluations run on the
-	// low-priority lane.
-	avgCost int64
-	onLane  bool
+}
+
+// refill brings the bucket to now for rate, whose burst is one second's
+// worth and at least minBurst requests. A new or changed rate starts with
+// a full burst: a raised limit takes effect at once.
+func (g *gate) refill(rate, minBurst float64, now time.Time) {
+	burst := math.Max(minBurst, rate)
+	if g.last.IsZero() || g.rate != rate {
+		g.tokens, g.rate = burst, rate
+	} else {
+		g.tokens = math.Min(burst, g.tokens+now.Sub(g.last).Seconds()*rate)
+	}
+	g.last = now
+}
+
+// wait is how long until the bucket holds a token.
+func (g *gate) wait() time.Duration {
+	return time.Duration((1 - g.tokens) / g.rate * float64(time.Second))
+}
+
+// slotsFor returns the gate's slots for a concurrency of conc.
+func (g *gate) slotsFor(conc int) chan struct{} {
+	if g.conc != conc {
+		g.slots, g.conc = make(chan struct{}, conc), conc
+	}
+	return g.slots
 }
 
 // NewLimiter returns a limiter with the given defaults (zero fields: no
@@ -82,6 +144,16 @@ type tenantState struct {
 func NewLimiter(defaults Limits, store *Store, logger *slog.Logger) *Limiter {
 	return &Limiter{defaults: defaults, store: store, logger: logger, maxWait: time.Second, now: time.Now,
 		overrides: map[int64]Limits{}, tenants: map[int64]*tenantState{}}
+}
+
+// CountClusters tells the limiter how many clusters each tenant has, so
+// that a tenant's only cluster may use all of its limits (ClusterShare).
+// f must return at once; it is called on every request.
+func (l *Limiter) CountClusters(f func(tenantID int64) int) { l.clusters = f }
+
+// shared says whether source is held to its share of the tenant's limits.
+func (l *Limiter) shared(tenantID, source int64) bool {
+	return source == AdminAPI || l.clusters == nil || l.clusters(tenantID) != 1
 }
 
 // Load reads every tenant's overrides.
@@ -137,74 +209,139 @@ func (l *Limiter) For(tenantID int64) Limits {
 	return l.defaults.Over(l.overrides[tenantID])
 }
 
-// Admit counts one request of the tenant against its rate. A refusal is a
-// TooManyRequests error, with how long until a request would pass.
-func (l *Limiter) Admit(tenantID int64) (time.Duration, error) {
+// Admit counts one request of the tenant from source (a cluster id, or
+// AdminAPI) against the tenant's rate and the source's share of it. A
+// refusal is a TooManyRequests error, with how long until a request would
+// pass and the name of the limit that refused it.
+func (l *Limiter) Admit(tenantID, source int64) (time.Duration, string, error) {
+	shared := l.shared(tenantID, source)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rate := l.defaults.Over(l.overrides[tenantID]).RequestsPerSecond
 	if rate <= 0 {
-		return 0, nil
+		return 0, "", nil
 	}
 	t := l.state(tenantID)
 	now := l.now()
-	burst := math.Max(1, rate)
-	if t.last.IsZero() || t.rate != rate {
-		// A new or changed limit starts with a full burst: a raised
-		// limit takes effect at once.
-		t.tokens, t.rate = burst, rate
-	} else {
-		t.tokens = math.Min(burst, t.tokens+now.Sub(t.last).Seconds()*rate)
+	var s *gate
+	if shared {
+		// The tenant's burst holds at least two requests: at one request,
+		// a flooding source's burst of one would empty it.
+		t.refill(rate, 2, now)
+		s = t.source(source)
+		s.refill(rate*ClusterShare, 1, now)
+		// The source's share first: when both are spent, the source is
+		// the one sending too much.
+		if s.tokens < 1 {
+			return s.wait(), LimitClusterRate, fault.Errorf(fault.TooManyRequests,
+				"%s over its share of its tenant's limit on this replica: %g of %g requests per second", sourceName(source), s.rate, rate)
+		}
 	}
-	t.last = now
-	if t.tokens >= 1 {
-		t.tokens--
-		return 0, nil
+	if !shared {
+		t.refill(rate, 1, now)
 	}
-	wait := time.Duration((1 - t.tokens) / rate * float64(time.Second))
-	return wait, fault.Errorf(fault.TooManyRequests,
-		"tenant over its limit of %g requests per second on this replica; the webhook's failurePolicy applies", rate)
+	if t.tokens < 1 {
+		return t.wait(), LimitRate, fault.Errorf(fault.TooManyRequests,
+			"tenant over its limit of %g requests per second on this replica", rate)
+	}
+	t.tokens--
+	if s != nil {
+		s.tokens--
+	}
+	return 0, "", nil
 }
 
-// Acquire waits for one of the tenant's evaluation slots, at most a second
-// and never past ctx. The caller must call release when its evaluation
-// ends; release may be called more than once (deferred, in case the
-// evaluation panics, and as soon as it ends). A refusal is a
-// TooManyRequests error.
-func (l *Limiter) Acquire(ctx context.Context, tenantID int64) (release func(), _ error) {
+func sourceName(source int64) string {
+	if source == AdminAPI {
+		return "the admin API's evaluations are"
+	}
+	return "cluster"
+}
+
+// Acquire waits for one of the tenant's evaluation slots, and first for
+// one of source's share of them, at most a second in all and never past
+// ctx. The caller must call release when its evaluation ends; release may
+// be called more than once (deferred, in case the evaluation panics, and
+// as soon as it ends). A refusal is a TooManyRequests error, with the name
+// of the limit that refused it.
+//
+// A source's requests beyond its share wait at its own gate, not in the
+// tenant's queue: however many a flooding cluster sends, at most its
+// share of them hold or wait for the tenant's slots, so a sibling's
+// request is next in line as soon as a slot frees, even when the tenant
+// has one slot.
+func (l *Limiter) Acquire(ctx context.Context, tenantID, source int64) (release func(), limit string, _ error) {
+	shared := l.shared(tenantID, source)
 	l.mu.Lock()
 	conc := l.defaults.Over(l.overrides[tenantID]).ConcurrentEvaluations
 	if conc <= 0 {
 		l.mu.Unlock()
-		return func() {}, nil
+		return func() {}, "", nil
 	}
 	t := l.state(tenantID)
-	if t.conc != conc {
-		t.slots, t.conc = make(chan struct{}, conc), conc
+	slots := t.slotsFor(conc)
+	var own chan struct{}
+	if shared {
+		own = t.source(source).slotsFor(clusterConcurrency(conc))
 	}
-	slots := t.slots
 	l.mu.Unlock()
-	var released atomic.Bool
-	release = func() {
-		if released.CompareAndSwap(false, true) {
-			<-slots
-		}
+	w := waiter{ctx: ctx, max: l.maxWait}
+	defer w.stop()
+	if own != nil && !w.take(own) {
+		return nil, LimitClusterConcurrency, fault.Errorf(fault.TooManyRequests,
+			"%s over its share of its tenant's limit on this replica: %d of %d concurrent evaluations",
+			sourceName(source), cap(own), conc)
 	}
+	if !w.take(slots) {
+		if own != nil {
+			<-own
+		}
+		return nil, LimitConcurrency, fault.Errorf(fault.TooManyRequests,
+			"tenant over its limit of %d concurrent evaluations on this replica", conc)
+	}
+	var released atomic.Bool
+	return func() {
+		if released.CompareAndSwap(false, true) {
+			// The tenant's slot first: a sibling waiting for it gets it
+			// before this source's next request passes its own gate.
+			<-slots
+			if own != nil {
+				<-own
+			}
+		}
+	}, "", nil
+}
+
+// waiter waits for slots, at most max in all and never past ctx; its
+// timer starts at the first wait, so a free slot costs none.
+type waiter struct {
+	ctx   context.Context
+	max   time.Duration
+	timer *time.Timer
+}
+
+func (w *waiter) take(slots chan struct{}) bool {
 	select {
 	case slots <- struct{}{}:
-		return release, nil
+		return true
 	default:
 	}
-	timer := time.NewTimer(l.maxWait)
-	defer timer.Stop()
+	if w.timer == nil {
+		w.timer = time.NewTimer(w.max)
+	}
 	select {
 	case slots <- struct{}{}:
-		return release, nil
-	case <-timer.C:
-	case <-ctx.Done():
+		return true
+	case <-w.timer.C:
+	case <-w.ctx.Done():
 	}
-	return nil, fault.Errorf(fault.TooManyRequests,
-		"tenant over its limit of %d concurrent evaluations on this replica; the webhook's failurePolicy applies", conc)
+	return false
+}
+
+func (w *waiter) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 }
 
 func (l *Limiter) state(tenantID int64) *tenantState {
@@ -214,4 +351,16 @@ func (l *Limiter) state(tenantID int64) *tenantState {
 		l.tenants[tenantID] = t
 	}
 	return t
+}
+
+func (t *tenantState) source(id int64) *gate {
+	if t.sources == nil {
+		t.sources = map[int64]*gate{}
+	}
+	g := t.sources[id]
+	if g == nil {
+		g = &gate{}
+		t.sources[id] = g
+	}
+	return g
 }

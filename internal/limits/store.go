@@ -69,11 +69,18 @@ func (s *Store) Get(ctx context.Context, tenantID int64) (Limits, error) {
 }
 
 // Set replaces the tenant's overrides; zero fields go back to the
-// defaults. Every replica is notified.
+// defaults. Every replica is notified. A field out of its range (Check)
+// is a 422 naming it.
 func (s *Store) Set(ctx context.Context, tenantID int64, l Limits) error {
+	if err := Check(l); err != nil {
+		return err
+	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Each parameter typed as its column: an untyped NULLIF($3, 0)
+		// took the type of the literal 0, a 32-bit integer, and a cost
+		// past 2^31 failed to encode (a 500).
 		_, err := tx.Exec(ctx, `INSERT INTO tenant_limits (tenant_id, concurrent_evaluations, cel_cost_per_request, requests_per_second)
-			VALUES ($1, NULLIF($2, 0), NULLIF($3, 0), NULLIF($4, 0))
+			VALUES ($1, NULLIF($2::integer, 0), NULLIF($3::bigint, 0), NULLIF($4::double precision, 0))
 			ON CONFLICT (tenant_id) DO UPDATE SET concurrent_evaluations = EXCLUDED.concurrent_evaluations,
 			  cel_cost_per_request = EXCLUDED.cel_cost_per_request, requests_per_second = EXCLUDED.requests_per_second,
 			  updated_at = now()`,

@@ -319,7 +319,12 @@ func (s *Store) CandidateSnapshot(ctx context.Context, tenantID int64, candidate
 	for i, r := range refs {
 		objs[i] = byRef[r]
 	}
-	compiled, err := compileObjects(objs)
+	compiled, err := compileObjects(ctx, objs)
+	if err != nil && ctx.Err() != nil {
+		// The caller's budget (the evaluation's deadline) ran out, or it
+		// went away: the compilation stopped there.
+		return nil, fault.Errorf(fault.Timeout, "compiling the candidate objects did not finish within the evaluation's budget: send fewer objects")
+	}
 	if err != nil {
 		return nil, err
 	}

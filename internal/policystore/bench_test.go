@@ -183,7 +183,7 @@ func benchHeapPerTenant(b *testing.B, unique bool) {
 					uniqueExpressions(own[j].Object, i)
 				}
 			}
-			compiled, err := compileObjects(own)
+			compiled, err := compileObjects(context.Background(), own)
 			if err != nil {
 				b.Fatal(err)
 			}

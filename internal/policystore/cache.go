@@ -227,7 +227,9 @@ func (c *Cache) load(tenantID int64) (*Snapshot, error) {
 		return nil, err
 	}
 	c.contactOK()
-	compiled, err := compileObjects(objs)
+	// Not ctx: its timeout bounds the database's answer; a tenant's
+	// stored policies always compile to the end.
+	compiled, err := compileObjects(context.Background(), objs)
 	if err != nil {
 		c.m.loads.WithLabelValues("error").Inc()
 		return nil, fmt.Errorf("compile tenant %d version %d: %w", tenantID, version, err)

@@ -1,6 +1,7 @@
 package policystore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -54,9 +55,12 @@ func typesUID(s string) types.UID { return types.UID(s) }
 // stored objects, with the StoredExpressions environment. Policies and
 // bindings are read in the version they were written in and converted to
 // v1; every other object is a param.
-func compileObjects(objs []*unstructured.Unstructured) (*evaluator.Snapshot, error) {
+func compileObjects(ctx context.Context, objs []*unstructured.Unstructured) (*evaluator.Snapshot, error) {
 	var in evaluator.Objects
 	for _, u := range objs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		gvk := u.GroupVersionKind()
 		if !IsPolicyKind(gvk.GroupKind()) {
 			in.Params = append(in.Params, u)
@@ -75,7 +79,7 @@ func compileObjects(objs []*unstructured.Unstructured) (*evaluator.Snapshot, err
 		}
 		addTyped(&in, v1)
 	}
-	return evaluator.Compile(in, evaluator.CompileOptions{Mode: evaluator.StoredExpressions}), nil
+	return evaluator.CompileContext(ctx, in, evaluator.CompileOptions{Mode: evaluator.StoredExpressions})
 }
 
 func fromUnstructured(u *unstructured.Unstructured, into any) error {

@@ -73,11 +73,13 @@ type Authenticator struct {
 // snapshot is one immutable load of the credential set. Only the atomic
 // fields of its entries change after it is published.
 type snapshot struct {
-	tokens   map[[32]byte]*entry // SHA-256 of the token
-	certs    map[[32]byte]*entry // SHA-256 of the certificate's DER
-	basic    map[string]*entry   // username
-	urls     map[[32]byte]*entry // SHA-256 of the URL secret
-	byID     map[int64]*entry
+	tokens map[[32]byte]*entry // SHA-256 of the token
+	certs  map[[32]byte]*entry // SHA-256 of the certificate's DER
+	basic  map[string]*entry   // username
+	urls   map[[32]byte]*entry // SHA-256 of the URL secret
+	byID   map[int64]*entry
+	// clusters counts each tenant's clusters that have a live credential.
+	clusters map[int64]int
 	loadedAt time.Time
 }
 

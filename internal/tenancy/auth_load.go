@@ -100,6 +100,14 @@ func (a *Authenticator) Load(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load credentials: %w", err)
 	}
+	s.clusters = map[int64]int{}
+	seen := map[int64]bool{}
+	for _, e := range s.byID {
+		if !seen[e.id.ClusterID] {
+			seen[e.id.ClusterID] = true
+			s.clusters[e.id.TenantID]++
+		}
+	}
 
 	// Publish, then re-apply every tombstone heard after this load began:
 	// the rows may predate it. Older tombstones are settled (the rows read
@@ -117,4 +125,15 @@ func (a *Authenticator) Load(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	return nil
+}
+
+// Clusters says how many of the tenant's clusters can call the webhook
+// (have a credential that is neither revoked nor expired), as of the last
+// load: the limiter shares the tenant's limits between them.
+func (a *Authenticator) Clusters(tenantID int64) int {
+	s := a.snap.Load()
+	if s == nil {
+		return 0
+	}
+	return s.clusters[tenantID]
 }

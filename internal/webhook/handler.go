@@ -11,11 +11,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"mime"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -194,8 +192,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.Limits != nil {
 		// Before the body is even read: a tenant over its rate costs
 		// the replica as little as possible.
-		if wait, err := h.Limits.Admit(id.TenantID); err != nil {
-			h.refuse(w, d, limits.LimitRate, wait, err)
+		if wait, which, err := h.Limits.Admit(id.TenantID, id.ClusterID); err != nil {
+			h.refuse(w, d, which, wait, err)
 			return
 		}
 	}
@@ -262,10 +260,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	endStep(step, nil)
 
 	_, step = h.startStep(ctx, "evaluate")
-	release, evalOpts, err := h.limit(ctx, id.TenantID)
+	release, evalOpts, which, err := h.limit(ctx, id)
 	if err != nil {
 		endStep(step, err)
-		h.refuse(w, d, limits.LimitConcurrency, time.Second, err)
+		h.refuse(w, d, which, time.Second, err)
 		return
 	}
 	// A panic in the evaluation must not keep the tenant's slot.
@@ -320,25 +318,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// limit takes one of the tenant's evaluation slots and says its cost limit.
-func (h *Handler) limit(ctx context.Context, tenantID int64) (release func(), _ []evaluator.ValidateOption, _ error) {
-	if h.Limits == nil {
-		return func() {}, nil, nil
-	}
-	release, err := h.Limits.Acquire(ctx, tenantID)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Without a limit of its own, a limit no request reaches: the
-	// evaluator then still counts the request's cost, which decides
-	// whether the tenant evaluates on the low-priority lane.
-	c := h.Limits.For(tenantID).CELCostPerRequest
-	if c <= 0 {
-		c = math.MaxInt64
-	}
-	return release, []evaluator.ValidateOption{evaluator.WithCostLimit(c)}, nil
-}
-
 // misdirected answers a request for a tenant this deployment does not
 // answer for: 421, so that the apiserver's failurePolicy decides.
 func (h *Handler) misdirected(w http.ResponseWriter, r *http.Request) {
@@ -348,22 +327,20 @@ func (h *Handler) misdirected(w http.ResponseWriter, r *http.Request) {
 		tenancy.PathTenant(r)))
 }
 
-// refuse answers a request over a tenant limit: 429 with Retry-After, so
-// that the apiserver's failurePolicy for the webhook decides.
-func (h *Handler) refuse(w http.ResponseWriter, d *decisions.Decision, limit string, wait time.Duration, err error) {
-	h.Metrics.limited.WithLabelValues(h.Metrics.tenantLabel(d.TenantName), limit).Inc()
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-	h.fail(w, d, err)
-}
+// maxTimeout is the longest an apiserver waits for a webhook
+// (timeoutSeconds is at most 30): a larger ?timeout is not the
+// apiserver's, and must not let a request hold an evaluation slot longer.
+const maxTimeout = 30 * time.Second
 
-// evalBudget is the apiserver's ?timeout minus a margin for the answer.
+// evalBudget is the apiserver's ?timeout, at most maxTimeout, minus a
+// margin for the answer.
 func (h *Handler) evalBudget(r *http.Request) time.Duration {
 	timeout := h.DefaultTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	if t, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && t > 0 {
-		timeout = t
+		timeout = min(t, maxTimeout)
 	}
 	return timeout - deadlineMargin(timeout)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -612,5 +613,48 @@ func TestPanicAfterTheAnswerKeepsIt(t *testing.T) {
 	}
 	if len(f.recorded) != 1 || f.recorded[0].Verdict != decisions.VerdictAllowed || f.recorded[0].HTTPStatus != 200 {
 		t.Fatalf("decisions %+v", f.recorded)
+	}
+}
+
+// The apiserver never waits more than 30 s for a webhook (its
+// timeoutSeconds is at most 30), so a larger ?timeout is a caller's
+// invention: the evaluation budget is capped at 30 s minus the margin, and
+// a request cannot hold a tenant's evaluation slot longer than the
+// apiserver would wait for its answer (issue 30, finding 9).
+func TestTimeoutCappedAtTheAPIServersMaximum(t *testing.T) {
+	for _, tt := range []struct {
+		name, query string
+		budget      time.Duration
+	}{
+		{"none: the webhook default", "", 9 * time.Second},
+		{"within the maximum", "?timeout=5s", 4500 * time.Millisecond},
+		{"the maximum", "?timeout=30s", 27 * time.Second},
+		{"an hour", "?timeout=1h", 27 * time.Second},
+		{"larger than a Duration can say", "?timeout=99999999999h", 9 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			snap := f.h.Snapshot
+			var left time.Duration
+			f.h.Snapshot = func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error) {
+				dl, ok := ctx.Deadline()
+				if !ok {
+					t.Error("no deadline")
+				}
+				left = time.Until(dl)
+				return snap(ctx, tenantID)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/t/acme/validate"+tt.query, strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer good")
+			rec := httptest.NewRecorder()
+			f.h.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				t.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+			if left > tt.budget || left < tt.budget-time.Second {
+				t.Fatalf("evaluation budget %v, want %v", left, tt.budget)
+			}
+		})
 	}
 }

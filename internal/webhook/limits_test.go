@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/portcullis-dev/portcullis/internal/limits"
+	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
 // A tenant over one of its limits gets what the apiserver handles well:
@@ -43,6 +44,7 @@ func TestTenantLimits(t *testing.T) {
 	t.Run("requests per second", func(t *testing.T) {
 		f := newFixture(t)
 		f.h.Limits = limits.NewLimiter(limits.Limits{RequestsPerSecond: 1}, nil, logger)
+		f.h.Limits.CountClusters(func(int64) int { return 1 })
 		if rec := send(f, ""); rec.Code != 200 {
 			t.Fatalf("first request: %d %s", rec.Code, rec.Body)
 		}
@@ -58,7 +60,8 @@ func TestTenantLimits(t *testing.T) {
 	t.Run("concurrent evaluations", func(t *testing.T) {
 		f := newFixture(t)
 		f.h.Limits = limits.NewLimiter(limits.Limits{ConcurrentEvaluations: 1}, nil, logger)
-		release, err := f.h.Limits.Acquire(context.Background(), 7)
+		f.h.Limits.CountClusters(func(int64) int { return 1 })
+		release, _, err := f.h.Limits.Acquire(context.Background(), 7, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,4 +124,45 @@ func TestTenantLimits(t *testing.T) {
 			t.Fatalf("limited metric = %v", got)
 		}
 	})
+}
+
+// A tenant's cluster whose URL secret leaked cannot use up the tenant's
+// rate: its flood is refused at its share, counted by cluster, and a
+// sibling cluster's request still passes (issue 30, finding 2).
+func TestOneClusterCannotStarveItsSiblings(t *testing.T) {
+	f := newFixture(t)
+	f.h.Authenticate = func(r *http.Request) (tenancy.Identity, error) {
+		if r.Header.Get("Authorization") == "Bearer flood" {
+			return tenancy.Identity{TenantID: 7, TenantName: "acme", ClusterID: 3, ClusterName: "leaked"}, nil
+		}
+		return tenancy.Identity{TenantID: 7, TenantName: "acme", ClusterID: 4, ClusterName: "sibling"}, nil
+	}
+	// Two a second: the flood's share is one.
+	f.h.Limits = limits.NewLimiter(limits.Limits{RequestsPerSecond: 2}, nil, slog.New(slog.DiscardHandler))
+	send := func(token string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/t/acme/validate", strings.NewReader(review("admission.k8s.io/v1", "u", "pods", "CREATE", goodPod, false)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		return rec
+	}
+	refused := 0
+	for range 5 {
+		if send("flood").Code == http.StatusTooManyRequests {
+			refused++
+		}
+	}
+	if refused < 3 {
+		t.Fatalf("the flood was refused %d times of 5", refused)
+	}
+	if rec := send("sibling"); rec.Code != 200 {
+		t.Fatalf("the sibling cluster: %d %s", rec.Code, rec.Body)
+	}
+	if n, err := testutil.GatherAndCount(f.reg, "portcullis_webhook_cluster_limited_total"); err != nil || n != 1 {
+		t.Fatalf("cluster_limited series: %d, %v", n, err)
+	}
+	if got := testutil.ToFloat64(f.h.Metrics.Limited().WithLabelValues("acme", "cluster_requests_per_second")); got < 3 {
+		t.Fatalf("tenant_limited{limit=cluster_requests_per_second} = %v", got)
+	}
 }

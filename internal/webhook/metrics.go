@@ -41,6 +41,7 @@ type Metrics struct {
 	mutations        *prometheus.CounterVec
 	mutationFailures *prometheus.CounterVec
 	limited          *prometheus.CounterVec
+	clusterLimited   *prometheus.CounterVec
 }
 
 // Buckets of the duration histograms: the apiserver's webhook timeout is
@@ -137,11 +138,15 @@ func NewMetrics(reg prometheus.Registerer, tenantLabel bool) *Metrics {
 			Name: "portcullis_webhook_tenant_limited_total",
 			Help: "Requests a tenant limit stopped, by tenant and limit: requests_per_second and concurrent_evaluations answer 429 (the webhook's failurePolicy decides), cel_cost_per_request stops the evaluations past the limit with the apiserver's out-of-budget error (each binding's failurePolicy decides).",
 		}, []string{"tenant", "limit"}),
+		clusterLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_webhook_cluster_limited_total",
+			Help: "Requests refused with 429 because their cluster used up its share of its tenant's limits (cluster_requests_per_second, cluster_concurrent_evaluations), by tenant, cluster and limit; also counted in portcullis_webhook_tenant_limited_total.",
+		}, []string{"tenant", "cluster", "limit"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.evaluation, m.tenantSeconds, m.tenantEvalSecs, m.rejections, m.failOpen, m.failClosed,
 			m.panics, m.authFailures, m.coldUnavailable, m.misdirected, m.unknownNamespace, m.pendingNamespace, m.missingCRD,
-			m.mutations, m.mutationFailures, m.limited,
+			m.mutations, m.mutationFailures, m.limited, m.clusterLimited,
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "portcullis_evaluator_exact_reevaluations_total",
 				Help: "Requests evaluated a second time without the fast path, because the CEL cost budget checked against cost bounds ran out.",
@@ -254,3 +259,7 @@ func (m *Metrics) Misdirected() prometheus.Counter { return m.misdirected }
 
 // Limited is the counter of requests a tenant limit stopped.
 func (m *Metrics) Limited() *prometheus.CounterVec { return m.limited }
+
+// ClusterLimited is the counter of requests a cluster's share of its
+// tenant's limits stopped.
+func (m *Metrics) ClusterLimited() *prometheus.CounterVec { return m.clusterLimited }
