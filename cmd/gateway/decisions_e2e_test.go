@@ -169,7 +169,8 @@ func TestDecisionsSurviveShutdown(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Shut down in full flow: the senders keep going until Close returns.
+	testutil.Eventually(t, 0, "200 answered requests", func() bool { return s.answered.Load() >= 200 })
 	if err := e.m.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/catalog"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
@@ -44,6 +47,63 @@ func lookupEntry(c *call) (catalog.Entry, error) {
 		return e, fault.Errorf(fault.NotFound, "the catalog has no entry %q (GET /api/v1/catalog lists them)", name)
 	}
 	return e, nil
+}
+
+// catalogTarget is what an install and an upgrade start from: the entry
+// of the path and ?dryRun.
+func catalogTarget(c *call) (catalog.Entry, bool, error) {
+	e, err := lookupEntry(c)
+	if err != nil {
+		return e, false, err
+	}
+	dryRun, err := c.queryBool("dryRun")
+	return e, dryRun, err
+}
+
+// applyCatalog applies the documents of entry e and deletes the installed
+// objects in removed (an upgrade's leftovers), in one transaction: should
+// a deletion fail, the new version is not applied either, and the tenant
+// keeps the old one whole. Each deletion is of the version the caller
+// read: an edit made since is not deleted unseen (409, and nothing
+// changes). It returns the apply's result and the deletions.
+func (s *Server) applyCatalog(c *call, e catalog.Entry, docs [][]byte, removed []*policystore.Object, dryRun bool) (
+	apiv1.ApplyResult, []apiv1.ApplyItem, error) {
+	dels := make([]policystore.Deletion, len(removed))
+	for i, h := range removed {
+		dels[i] = policystore.Deletion{Ref: h.Ref, ResourceVersion: strconv.FormatInt(h.ResourceVersion, 10)}
+	}
+	outcomes, deleted, version, err := s.Policies.ApplyAndDelete(c.ctx(), c.tenant.ID, c.principal.Name, docs, dels, dryRun)
+	if err != nil {
+		return apiv1.ApplyResult{}, nil, err
+	}
+	if !dryRun {
+		c.auditApply(outcomes)
+	}
+	var items []apiv1.ApplyItem
+	for i, h := range removed {
+		d := deleted[i]
+		if !dryRun {
+			c.audit(auditlog.Entry{Action: actionDelete, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name,
+				VersionBefore: versionPtr(d.VersionBefore), VersionAfter: versionPtr(d.Tombstone.Version),
+				Detail: map[string]any{"group": h.Group, "catalogUpgrade": e.Name}})
+		}
+		items = append(items, apiv1.ApplyItem{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name,
+			Action: apiv1.ActionDeleted, ResourceVersion: d.Tombstone.Version})
+	}
+	return applyResult(outcomes, version, dryRun), items, nil
+}
+
+// marshalAll is the apply documents of rendered objects.
+func marshalAll(objs []map[string]any) ([][]byte, error) {
+	docs := make([][]byte, len(objs))
+	for i, o := range objs {
+		js, err := json.Marshal(o)
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = js
+	}
+	return docs, nil
 }
 
 func (s *Server) listCatalog(c *call) error {

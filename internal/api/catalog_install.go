@@ -16,11 +16,7 @@ import (
 // upgrade keeps the tenant's param values, an install would not), and so
 // is one whose objects' names the tenant already uses.
 func (s *Server) installCatalog(c *call) error {
-	e, err := lookupEntry(c)
-	if err != nil {
-		return err
-	}
-	dryRun, err := c.queryBool("dryRun")
+	e, dryRun, err := catalogTarget(c)
 	if err != nil {
 		return err
 	}
@@ -56,11 +52,15 @@ func (s *Server) installCatalog(c *call) error {
 		return fault.Errorf(fault.AlreadyExists, "%s %s already exists and was not installed from catalog entry %s: delete or rename it first",
 			ref.Kind, qualified(ref), e.Name)
 	}
-	res, err := s.applyCatalog(c, objs, dryRun)
+	docs, err := marshalAll(objs)
 	if err != nil {
 		return err
 	}
-	return c.json(apiv1.CatalogResult{Entry: e.Name, ToVersion: e.Version, ApplyResult: res})
+	res := apiv1.CatalogResult{Entry: e.Name, ToVersion: e.Version}
+	if res.ApplyResult, _, err = s.applyCatalog(c, e, docs, nil, dryRun); err != nil {
+		return err
+	}
+	return c.json(res)
 }
 
 func qualified(r policystore.Ref) string {
@@ -68,20 +68,4 @@ func qualified(r policystore.Ref) string {
 		return r.Namespace + "/" + r.Name
 	}
 	return r.Name
-}
-
-// applyCatalog applies rendered objects in one all-or-nothing apply.
-func (s *Server) applyCatalog(c *call, objs []map[string]any, dryRun bool) (apiv1.ApplyResult, error) {
-	docs, err := marshalAll(objs)
-	if err != nil {
-		return apiv1.ApplyResult{}, err
-	}
-	outcomes, version, err := s.Policies.ApplyAll(c.ctx(), c.tenant.ID, c.principal.Name, docs, dryRun)
-	if err != nil {
-		return apiv1.ApplyResult{}, err
-	}
-	if !dryRun {
-		c.auditApply(outcomes)
-	}
-	return applyResult(outcomes, version, dryRun), nil
 }

@@ -2,17 +2,14 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
-	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/catalog"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/policystore"
@@ -24,11 +21,7 @@ import (
 // version still has. The answer's diff is computed from a dry run of the
 // apply, so it compares the objects as stored on both sides.
 func (s *Server) upgradeCatalog(c *call) error {
-	e, err := lookupEntry(c)
-	if err != nil {
-		return err
-	}
-	dryRun, err := c.queryBool("dryRun")
+	e, dryRun, err := catalogTarget(c)
 	if err != nil {
 		return err
 	}
@@ -57,56 +50,20 @@ func (s *Server) upgradeCatalog(c *call) error {
 	if res.Diff, err = upgradeDiff(have, outcomes, e); err != nil {
 		return err
 	}
-	var (
-		removed []*policystore.Object
-		dels    []policystore.Deletion
-	)
 	kept := map[policystore.Ref]bool{}
 	for _, o := range outcomes {
 		kept[o.Object.Ref] = true
 	}
+	var removed []*policystore.Object
 	for _, h := range have {
 		if !kept[h.Ref] {
-			// The version the diff shows: an edit made since is not
-			// deleted unseen (409, and nothing changes).
 			removed = append(removed, h)
-			dels = append(dels, policystore.Deletion{Ref: h.Ref, ResourceVersion: strconv.FormatInt(h.ResourceVersion, 10)})
 		}
 	}
-	// One transaction: should a deletion fail, the new version is not
-	// applied either, and the tenant keeps the old one whole.
-	outcomes, deleted, version, err := s.Policies.ApplyAndDelete(c.ctx(), c.tenant.ID, c.principal.Name, docs, dels, dryRun)
-	if err != nil {
+	if res.ApplyResult, res.Removed, err = s.applyCatalog(c, e, docs, removed, dryRun); err != nil {
 		return err
 	}
-	if !dryRun {
-		c.auditApply(outcomes)
-	}
-	res.ApplyResult = applyResult(outcomes, version, dryRun)
-	for i, h := range removed {
-		d := deleted[i]
-		if !dryRun {
-			c.audit(auditlog.Entry{Action: actionDelete, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name,
-				VersionBefore: versionPtr(d.VersionBefore), VersionAfter: versionPtr(d.Tombstone.Version),
-				Detail: map[string]any{"group": h.Group, "catalogUpgrade": e.Name}})
-		}
-		res.Removed = append(res.Removed, apiv1.ApplyItem{APIVersion: h.APIVersion, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name,
-			Action: apiv1.ActionDeleted, ResourceVersion: d.Tombstone.Version})
-	}
 	return c.json(res)
-}
-
-// marshalAll is the apply documents of rendered objects.
-func marshalAll(objs []map[string]any) ([][]byte, error) {
-	docs := make([][]byte, len(objs))
-	for i, o := range objs {
-		js, err := json.Marshal(o)
-		if err != nil {
-			return nil, err
-		}
-		docs[i] = js
-	}
-	return docs, nil
 }
 
 // keepChoices carries the tenant's choices from the installed objects to

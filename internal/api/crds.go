@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
-	"github.com/portcullis-dev/portcullis/internal/auditlog"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/inventory"
 )
@@ -22,48 +21,39 @@ func (s *Server) crdRoutes() []route {
 	}
 }
 
-func (s *Server) listCRDs(c *call) error {
-	cl, err := s.cluster(c)
-	if err != nil {
-		return err
+func (s *Server) crdInventory() clusterInventory[*inventory.CRD] {
+	return clusterInventory[*inventory.CRD]{
+		list: s.Inventory.ListCRDs, replace: s.Inventory.ReplaceCRDs,
+		name:   func(crd *inventory.CRD) string { return crd.Name },
+		encode: func(crd *inventory.CRD) (json.RawMessage, error) { return crd.Object, nil },
+		// A cluster may have no CRDs at all: an empty List replaces the
+		// inventory with none.
+		split: splitSet, decode: decodeCRD,
+		auditKind: "CRDInventory", counted: "crds",
+		answer: func(n int) any { return apiv1.CRDImport{CRDs: n} },
 	}
-	crds, err := s.Inventory.ListCRDs(c.ctx(), c.tenant.ID, cl.ID)
-	if err != nil {
-		return err
-	}
-	return listInventory(c, crds, func(crd *inventory.CRD) string { return crd.Name },
-		func(crd *inventory.CRD) (json.RawMessage, error) { return crd.Object, nil })
 }
 
-func (s *Server) importCRDs(c *call) error {
-	// A cluster may have no CRDs at all: an empty List replaces the
-	// inventory with none.
-	cl, objs, err := s.inventoryUpload(c, splitSet)
+func (s *Server) listCRDs(c *call) error { return listClusterInventory(s, c, s.crdInventory()) }
+
+func (s *Server) importCRDs(c *call) error { return importClusterInventory(s, c, s.crdInventory()) }
+
+func decodeCRD(i int, js []byte) (*inventory.CRD, error) {
+	var tm struct{ APIVersion, Kind string }
+	err := json.Unmarshal(js, &tm)
+	switch {
+	case err == nil && tm.Kind != inventory.CRDKind:
+		return nil, fault.InvalidField(fmt.Sprintf("items[%d].kind", i),
+			"must be %s, not %q: this inventory holds CustomResourceDefinition objects only", inventory.CRDKind, tm.Kind)
+	case err == nil && tm.APIVersion != inventory.CRDAPIVersion:
+		return nil, fault.InvalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be %s, not %q", inventory.CRDAPIVersion, tm.APIVersion)
+	}
+	var crd *inventory.CRD
+	if err == nil {
+		crd, err = inventory.DecodeCRD(js)
+	}
 	if err != nil {
-		return err
+		return nil, fault.InvalidField(fmt.Sprintf("items[%d]", i), "not a valid CustomResourceDefinition: %v", err)
 	}
-	crds := make([]*inventory.CRD, len(objs))
-	for i, js := range objs {
-		var tm struct{ APIVersion, Kind string }
-		err := json.Unmarshal(js, &tm)
-		switch {
-		case err == nil && tm.Kind != inventory.CRDKind:
-			return fault.InvalidField(fmt.Sprintf("items[%d].kind", i),
-				"must be %s, not %q: this inventory holds CustomResourceDefinition objects only", inventory.CRDKind, tm.Kind)
-		case err == nil && tm.APIVersion != inventory.CRDAPIVersion:
-			return fault.InvalidField(fmt.Sprintf("items[%d].apiVersion", i), "must be %s, not %q", inventory.CRDAPIVersion, tm.APIVersion)
-		}
-		if err == nil {
-			crds[i], err = inventory.DecodeCRD(js)
-		}
-		if err != nil {
-			return fault.InvalidField(fmt.Sprintf("items[%d]", i), "not a valid CustomResourceDefinition: %v", err)
-		}
-	}
-	if err := s.Inventory.ReplaceCRDs(c.ctx(), c.tenant.ID, cl.ID, crds); err != nil {
-		return err
-	}
-	c.audit(auditlog.Entry{Action: "import", Kind: "CRDInventory", Name: cl.Name,
-		Detail: map[string]any{"cluster": cl.Name, "crds": len(crds)}})
-	return c.json(apiv1.CRDImport{CRDs: len(crds)})
+	return crd, nil
 }

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,7 +401,11 @@ func authenticates(t *testing.T, a *tenancy.Authenticator, header string) bool {
 func TestCredentialRotation(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	auth := tenancy.NewAuthenticator(e.pool, tenancy.AuthOptions{})
+	// The authenticator's clock runs ahead by ahead: a test moves past a
+	// grace period without waiting for it.
+	var ahead atomic.Int64
+	auth := tenancy.NewAuthenticator(e.pool, tenancy.AuthOptions{
+		Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
 	load := func() {
 		t.Helper()
 		if err := auth.Load(ctx); err != nil {
@@ -449,13 +454,14 @@ func TestCredentialRotation(t *testing.T) {
 	if !authenticates(t, auth, "Bearer "+v2.Token) || !authenticates(t, auth, "Bearer "+v3.Token) {
 		t.Fatal("within a 1s grace both must work")
 	}
-	time.Sleep(1100 * time.Millisecond)
+	ahead.Store(int64(2 * time.Second))
 	if authenticates(t, auth, "Bearer "+v2.Token) {
 		t.Error("the old token still works after its grace period")
 	}
 	if !authenticates(t, auth, "Bearer "+v3.Token) {
 		t.Error("the new token stopped working")
 	}
+	ahead.Store(0)
 
 	// A rotation never extends the old credential: v1 keeps its 24 hours
 	// and a rotation with a longer grace leaves that alone.

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -30,8 +31,9 @@ func pkgs(names ...string) *regexp.Regexp {
 	return regexp.MustCompile(`^(` + strings.Join(names, "|") + `)(/.*)?$`)
 }
 
-// The rules of ../shared/DESIGN.md ("Import rules"). Stores and database
-// packages are named one by one; the database driver counts as one too.
+// The import rules of docs/development.md ("Conventions", Imports). Stores
+// and database packages are named one by one; the database driver counts
+// as one too.
 var rules = []rule{
 	{pkgs("internal/evaluator"), pkgs("internal/policystore", "internal/inventory", "internal/tenancy", "internal/webhook",
 		"internal/decisions", "internal/api", "internal/database", "internal/pgnotify", "internal/pglocal", "internal/pgtest",
@@ -59,6 +61,9 @@ type pkg struct {
 	Dir        string
 	GoFiles    []string
 	Imports    []string
+	// Of the module's own packages, for the conventions on files: the
+	// tests, and the files a build constraint leaves out here.
+	TestGoFiles, XTestGoFiles, IgnoredGoFiles []string
 }
 
 // TestImportRules fails on every forbidden edge of the production import
@@ -130,17 +135,33 @@ func chainsTo(graph map[string]*pkg, root string, forbidden func(path string) bo
 	return chains
 }
 
-// load lists the module's packages and all their dependencies, without
-// tests: the rules are about the production graph.
+// load lists the module's packages and all their dependencies; the import
+// graph is without tests: the rules are about the production graph. go
+// list runs once for all the tests of the package.
 func load(t *testing.T) map[string]*pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,GoFiles,Imports", module+"...")
+	listed.once.Do(func() { listed.graph, listed.err = list() })
+	if listed.err != nil {
+		t.Fatal(listed.err)
+	}
+	return listed.graph
+}
+
+var listed struct {
+	once  sync.Once
+	graph map[string]*pkg
+	err   error
+}
+
+func list() (map[string]*pkg, error) {
+	cmd := exec.Command("go", "list", "-deps",
+		"-json=ImportPath,Dir,GoFiles,Imports,TestGoFiles,XTestGoFiles,IgnoredGoFiles", module+"...")
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
+		return nil, fmt.Errorf("go list: %v\n%s", err, stderr.String())
 	}
 	graph := map[string]*pkg{}
 	dec := json.NewDecoder(bytes.NewReader(out))
@@ -149,14 +170,14 @@ func load(t *testing.T) map[string]*pkg {
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		graph[p.ImportPath] = &p
 	}
 	if len(graph) == 0 {
-		t.Fatal("go list found no packages")
+		return nil, errors.New("go list found no packages")
 	}
-	return graph
+	return graph, nil
 }
 
 // importingFile names the file of p that imports path.

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -10,19 +8,17 @@ import (
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
-func cmdCRDsImport(e *env, args []string) error {
-	return e.importInventory(args, inventoryImport{
-		command:  "crds import",
-		objects:  "CustomResourceDefinition objects, YAML or JSON, as kubectl get crd -o yaml prints them",
-		resource: "crds",
-		noun:     "CustomResourceDefinitions",
-		count: func(raw []byte) (int, error) {
-			var r apiv1.CRDImport
-			err := json.Unmarshal(raw, &r)
-			return r.CRDs, err
-		},
-	})
+var crdInventory = inventoryKind[storedCRD]{
+	resource: "crds",
+	one:      "CustomResourceDefinition",
+	objects:  "CustomResourceDefinition objects, YAML or JSON, as kubectl get crd -o yaml prints them",
+	noun:     "CustomResourceDefinitions",
+	imported: count(func(r apiv1.CRDImport) int { return r.CRDs }),
+	nameOf:   func(crd storedCRD) string { return crd.Metadata.Name },
+	print:    printCRDs,
 }
+
+func cmdCRDsImport(e *env, args []string) error { return importInventory(e, args, crdInventory) }
 
 // storedCRD is what the table shows of a CustomResourceDefinition.
 type storedCRD struct {
@@ -36,15 +32,6 @@ type storedCRD struct {
 		Versions   []struct{ Name string }    `json:"versions"`
 		Conversion *struct{ Strategy string } `json:"conversion"`
 	} `json:"spec"`
-}
-
-func (e *env) getCRDs(cl *client, c *connFlags, tenant, cluster, name string) error {
-	return getInventory(e, cl, c, inventoryGet[storedCRD]{
-		tenant: tenant, cluster: cluster, resource: "crds", name: name,
-		nameOf:  func(crd storedCRD) string { return crd.Metadata.Name },
-		missing: fmt.Sprintf("CustomResourceDefinition %q is not in the inventory of cluster %q (upload it with `admin crds import`)", name, cluster),
-		print:   printCRDs,
-	})
 }
 
 func printCRDs(w io.Writer, now time.Time, crds []storedCRD) error {

@@ -104,9 +104,9 @@ func cmdGet(e *env, args []string) error {
 			}
 		}
 		if cat == "crds" {
-			return e.getCRDs(cl, c, *tenant, *cluster, name)
+			return getInventory(e, cl, c, crdInventory, *tenant, *cluster, name)
 		}
-		return e.getNamespaces(cl, c, *tenant, *cluster, name)
+		return getInventory(e, cl, c, namespaceInventory, *tenant, *cluster, name)
 	case name != "" && cat == "":
 		return e.getOne(cl, c, *tenant, pos[0], name, obj.query())
 	}

@@ -2,30 +2,43 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/apiclient"
+	"github.com/portcullis-dev/portcullis/internal/apiv1"
 )
 
-// inventoryImport is one kind of a cluster's inventory that `admin ...
-// import` replaces from a file: namespaces, CRDs.
-type inventoryImport struct {
-	command  string // "namespaces import"
+// inventoryKind is one kind of a cluster's inventory, which `admin
+// RESOURCE import` replaces from a file and `admin get RESOURCE` shows:
+// namespaces, CRDs.
+type inventoryKind[T any] struct {
+	resource string // the path segment under the cluster, and the CLI's noun
+	one      string // what one object is, for "not in the inventory"
 	objects  string // what -f holds, for its help
-	resource string // the path segment under the cluster
-	noun     string // what the summary counts
-	// count reads the number imported from the server's answer.
-	count func(raw []byte) (int, error)
+	noun     string // what the import's summary counts
+	// imported reads the number imported from the server's answer.
+	imported func(raw []byte) (int, error)
+	nameOf   func(T) string
+	print    func(w io.Writer, now time.Time, items []T) error
+}
+
+// count reads the number an import answer R holds, for imported.
+func count[R any](n func(R) int) func(raw []byte) (int, error) {
+	return func(raw []byte) (int, error) {
+		var r R
+		err := json.Unmarshal(raw, &r)
+		return n(r), err
+	}
 }
 
 // importInventory uploads -f to replace one kind of a cluster's inventory.
-func (e *env) importInventory(args []string, k inventoryImport) error {
-	f := e.newFlags(k.command)
+func importInventory[T any](e *env, args []string, k inventoryKind[T]) error {
+	f := e.newFlags(k.resource + " import")
 	c := f.conn(true)
 	tenant, cluster := tenantFlag(f), clusterFlag(f)
 	file := f.String("f", "", "`FILE` of "+k.objects+"; - reads stdin")
@@ -48,7 +61,7 @@ func (e *env) importInventory(args []string, k inventoryImport) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", displayName(*file), err)
 	}
-	n, err := k.count(raw)
+	n, err := k.imported(raw)
 	if err != nil {
 		return fmt.Errorf("the server's answer: %w", err)
 	}
@@ -58,18 +71,18 @@ func (e *env) importInventory(args []string, k inventoryImport) error {
 	})
 }
 
-// inventoryGet is `admin get` of one kind of a cluster's inventory: all of
-// it, or the object called name.
-type inventoryGet[T any] struct {
-	tenant, cluster, resource, name string
-	nameOf                          func(T) string
-	missing                         string // the error when name is not there
-	print                           func(w io.Writer, now time.Time, items []T) error
+func contentType(body []byte) string {
+	if t := strings.TrimSpace(string(body)); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		return "application/json"
+	}
+	return "application/yaml"
 }
 
-func getInventory[T any](e *env, cl *client, c *connFlags, g inventoryGet[T]) error {
+// getInventory is `admin get` of one kind of a cluster's inventory: all of
+// it, or the object called name.
+func getInventory[T any](e *env, cl *client, c *connFlags, k inventoryKind[T], tenant, cluster, name string) error {
 	// The raw items too: NAME prints its own object for -o json.
-	items, raw, err := listAll[json.RawMessage](e, cl, apiPath("tenants", g.tenant, "clusters", g.cluster, g.resource), nil)
+	items, raw, err := listAll[json.RawMessage](e, cl, apiPath("tenants", tenant, "clusters", cluster, k.resource), nil)
 	if err != nil {
 		return err
 	}
@@ -77,12 +90,33 @@ func getInventory[T any](e *env, cl *client, c *connFlags, g inventoryGet[T]) er
 	if err != nil {
 		return err
 	}
-	if g.name != "" {
-		i := slices.IndexFunc(objs, func(o T) bool { return g.nameOf(o) == g.name })
+	if name != "" {
+		i := slices.IndexFunc(objs, func(o T) bool { return k.nameOf(o) == name })
 		if i < 0 {
-			return errors.New(g.missing)
+			return fmt.Errorf("%s %q is not in the inventory of cluster %q (upload it with `admin %s import`)",
+				k.one, name, cluster, k.resource)
 		}
 		objs, raw = objs[i:i+1], indentJSON(items[i])
 	}
-	return e.emit(c, raw, func(w io.Writer) error { return g.print(w, e.now(), objs) })
+	return e.emit(c, raw, func(w io.Writer) error { return k.print(w, e.now(), objs) })
+}
+
+// onlyCluster is the tenant's cluster when it has exactly one; otherwise
+// the user must say which with --cluster.
+func (e *env) onlyCluster(cl *client, tenant string) (string, error) {
+	clusters, _, err := listAll[apiv1.Cluster](e, cl, apiPath("tenants", tenant, "clusters"), nil)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(clusters))
+	for i, x := range clusters {
+		names[i] = x.Name
+	}
+	switch len(names) {
+	case 1:
+		return names[0], nil
+	case 0:
+		return "", usageErr("tenant %q has no cluster: create one with `admin cluster create`", tenant)
+	}
+	return "", usageErr("tenant %q has %d clusters (%s): say which with --cluster", tenant, len(names), strings.Join(names, ", "))
 }

@@ -179,16 +179,24 @@ func TestOutageSpillsAndReplays(t *testing.T) {
 			pgtest.StartServer(t)
 		}
 	}()
-	for range phase {
-		r.Record(decision(time.Now()))
-		time.Sleep(100 * time.Microsecond)
+	// Replay attempts between the spills do not cut the spill into a file
+	// per attempt. The third of three wake-ups of the replayer is taken
+	// only once it has finished the attempt the first one started.
+	const rounds = 10
+	for i := range rounds {
+		for range phase / rounds {
+			r.Record(decision(time.Now()))
+		}
+		testutil.Eventually(t, 0, "the round's decisions to spill", func() bool {
+			return f.counter(t, "portcullis_decisions_spilled_total") == (i+1)*phase/rounds
+		})
+		for range 3 {
+			r.replayNow <- struct{}{}
+		}
 	}
-	testutil.Eventually(t, 0, "every decision of the outage to spill", func() bool { return f.counter(t, "portcullis_decisions_spilled_total") == phase })
 	if f.counter(t, "portcullis_decisions_spill_bytes") == 0 {
 		t.Fatal("spill_bytes = 0 while decisions are spilled")
 	}
-	// Replay attempts do not cut the spill into a file per attempt.
-	time.Sleep(10 * 50 * time.Millisecond)
 	if files, _ := os.ReadDir(f.dir); len(files) != 1 {
 		t.Fatalf("%d spill files during the outage, want 1", len(files))
 	}

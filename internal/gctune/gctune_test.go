@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/portcullis-dev/portcullis/internal/testutil"
 )
 
 func TestPercentFor(t *testing.T) {
@@ -40,11 +42,11 @@ func TestTunerFollowsCollections(t *testing.T) {
 		t.Fatal("Start returned nil")
 	}
 	defer tu.Stop()
-	deadline := time.Now().Add(5 * time.Second)
-	for currentPercent() <= defaultPercent && time.Now().Before(deadline) {
+	// Cleanups, which tune, run on their own goroutine after a collection.
+	testutil.Eventually(t, 5*time.Second, "the GC percent to rise", func() bool {
 		runtime.GC()
-		time.Sleep(10 * time.Millisecond) // cleanups run on their own goroutine
-	}
+		return currentPercent() > defaultPercent
+	})
 	if p := currentPercent(); p <= defaultPercent || p != tu.Percent() {
 		t.Fatalf("after collections the GC percent is %d (tuner says %d), want above %d", p, tu.Percent(), defaultPercent)
 	}
@@ -53,10 +55,10 @@ func TestTunerFollowsCollections(t *testing.T) {
 	for range 600 {
 		keep = append(keep, make([]byte, 1<<20))
 	}
-	for tu.Percent() != defaultPercent && time.Now().Before(deadline.Add(5*time.Second)) {
+	testutil.Eventually(t, 5*time.Second, "the default GC percent with a large live heap", func() bool {
 		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
+		return tu.Percent() == defaultPercent
+	})
 	if p := currentPercent(); p != defaultPercent {
 		t.Fatalf("with %d MiB live the GC percent is %d, want %d", len(keep), p, defaultPercent)
 	}

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/portcullis-dev/portcullis/internal/pgnotify"
 	"github.com/portcullis-dev/portcullis/internal/pgtest"
 	"github.com/portcullis-dev/portcullis/internal/testutil"
@@ -71,7 +74,18 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 // reconnects within a second of the database's return however long it was
 // away (its backoff is capped).
 func TestDisconnectHookAndPromptReconnect(t *testing.T) {
-	pool := pgtest.Pool(t)
+	// The pool counts the listener's connection attempts.
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	cfg.BeforeConnect = func(context.Context, *pgx.ConnConfig) error { attempts.Add(1); return nil }
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
 	l := pgnotify.New(pool, nil)
 	connects := make(chan struct{}, 100)
 	disconnects := make(chan struct{}, 100)
@@ -86,9 +100,10 @@ func TestDisconnectHookAndPromptReconnect(t *testing.T) {
 
 	pgtest.StopServer(t)
 	waitFor(t, disconnects, "the disconnect hook")
-	// Failed attempts double the backoff: 100ms, 200ms, ... 3.2s by now
-	// without a cap.
-	time.Sleep(6 * time.Second)
+	// Six failed attempts: without a cap the backoff would have doubled
+	// from 100ms to 3.2s by now, and the reconnect below would come late.
+	down := attempts.Load()
+	testutil.Eventually(t, 0, "six failed reconnection attempts", func() bool { return attempts.Load()-down >= 6 })
 	if n := len(disconnects); n != 0 {
 		t.Fatalf("%d more disconnect hooks while never connected; want 0", n)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -391,7 +392,7 @@ func TestNotReadyUntilDatabaseReached(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx); close(done) }()
-	time.Sleep(300 * time.Millisecond)
+	testutil.Eventually(t, 0, "a failed attempt to reach the database", func() bool { return c.lastFailure.Load() != 0 })
 	if c.Ready() == nil {
 		t.Fatal("ready without ever reaching the database")
 	}
@@ -437,8 +438,15 @@ func TestOutageSeenAtOnceAndChangeAfterItWithinASecond(t *testing.T) {
 	// Within 2s, not the 30s of the periodic resync (2s rather than 1s
 	// leaves room for -race on a busy machine).
 	testutil.Eventually(t, 2*time.Second, "staleness above 0 soon after the outage", func() bool { return r.cache.Staleness() > 0 })
-	// Long enough for reconnection backoffs to grow.
-	time.Sleep(4 * time.Second)
+	// Five failed resyncs: the cache's own next retry is 1.6s away, so only
+	// the listener's reconnect can bring the change within a second.
+	testutil.Eventually(t, 0, "five failed resyncs", func() bool {
+		var m dto.Metric
+		if err := r.cache.m.resyncs.WithLabelValues("error").Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue() >= 5
+	})
 	pgtest.StartServer(t)
 	restarted = true
 	back := time.Now()

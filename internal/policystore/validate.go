@@ -38,7 +38,7 @@ func validatePolicy(obj any) field.ErrorList {
 		return append(errs, validateMAPSpec(&o.Spec, field.NewPath("spec"))...)
 	case *admissionv1.MutatingAdmissionPolicyBinding:
 		errs := append(validateClusterMeta(&o.ObjectMeta), validateClusterSelector(&o.ObjectMeta)...)
-		return append(errs, validateMAPBindingSpec(&o.Spec, field.NewPath("spec"))...)
+		return append(errs, validateBindingSpec(o.Spec.PolicyName, o.Spec.ParamRef, o.Spec.MatchResources, field.NewPath("spec"), true)...)
 	}
 	return nil
 }
@@ -220,18 +220,7 @@ func validateMAPSpec(s *admissionv1.MutatingAdmissionPolicySpec, p *field.Path) 
 }
 
 func validateVAPBindingSpec(s *admissionv1.ValidatingAdmissionPolicyBindingSpec, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if s.PolicyName == "" {
-		errs = append(errs, field.Required(p.Child("policyName"), ""))
-	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(s.PolicyName) {
-			errs = append(errs, field.Invalid(p.Child("policyName"), s.PolicyName, msg))
-		}
-	}
-	errs = append(errs, validateParamRef(s.ParamRef, p.Child("paramRef"))...)
-	if s.MatchResources != nil {
-		errs = append(errs, validateMatchResources(s.MatchResources, p.Child("matchResources"), false, false)...)
-	}
+	errs := validateBindingSpec(s.PolicyName, s.ParamRef, s.MatchResources, p, false)
 	ap := p.Child("validationActions")
 	if len(s.ValidationActions) == 0 {
 		errs = append(errs, field.Required(ap, "at least one validation action is required"))
@@ -254,18 +243,20 @@ func validateVAPBindingSpec(s *admissionv1.ValidatingAdmissionPolicyBindingSpec,
 	return errs
 }
 
-func validateMAPBindingSpec(s *admissionv1.MutatingAdmissionPolicyBindingSpec, p *field.Path) field.ErrorList {
+// validateBindingSpec checks what a validating and a mutating binding
+// share: the policy it names, its param reference and its match resources.
+func validateBindingSpec(policyName string, ref *admissionv1.ParamRef, match *admissionv1.MatchResources, p *field.Path, mutating bool) field.ErrorList {
 	var errs field.ErrorList
-	if s.PolicyName == "" {
+	if policyName == "" {
 		errs = append(errs, field.Required(p.Child("policyName"), ""))
 	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(s.PolicyName) {
-			errs = append(errs, field.Invalid(p.Child("policyName"), s.PolicyName, msg))
+		for _, msg := range validation.IsDNS1123Subdomain(policyName) {
+			errs = append(errs, field.Invalid(p.Child("policyName"), policyName, msg))
 		}
 	}
-	errs = append(errs, validateParamRef(s.ParamRef, p.Child("paramRef"))...)
-	if s.MatchResources != nil {
-		errs = append(errs, validateMatchResources(s.MatchResources, p.Child("matchResources"), false, true)...)
+	errs = append(errs, validateParamRef(ref, p.Child("paramRef"))...)
+	if match != nil {
+		errs = append(errs, validateMatchResources(match, p.Child("matchResources"), false, mutating)...)
 	}
 	return errs
 }

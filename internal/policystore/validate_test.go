@@ -80,6 +80,8 @@ func TestInvalidObjectsNameEachField(t *testing.T) {
 			[]string{"spec.variables[0].expression|", "spec.matchConditions[0].expression|"}},
 		{"mutating binding: bad selector", "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p, matchResources: {objectSelector: {matchExpressions: [{key: a, operator: In}]}}}\n",
 			[]string{"spec.matchResources.objectSelector.matchExpressions[0].values|Required value"}},
+		{"mutating binding: DELETE cannot be matched, paramRef with name and selector", "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p, paramRef: {name: x, selector: {}, parameterNotFoundAction: Deny}, matchResources: {resourceRules: [{apiGroups: [\"\"], apiVersions: [v1], operations: [DELETE], resources: [pods]}]}}\n",
+			[]string{"spec.paramRef.name|Forbidden", "spec.matchResources.resourceRules[0].operations[0]|Unsupported value: \"DELETE\""}},
 		{"mutating binding: no policy name", "apiVersion: admissionregistration.k8s.io/v1beta1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {}\n",
 			[]string{"spec.policyName|Required value"}},
 		{"CEL syntax error", vapHead + "spec:\n" + rules + "  validations: [{expression: \"object.spec.replicas <\"}]\n",

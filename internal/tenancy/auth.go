@@ -38,6 +38,9 @@ type AuthOptions struct {
 	// passwords: requests with the same password share a verification).
 	// Default 2.
 	BasicCredentialQueue int
+	// Now is the clock that expiries are checked against; nil is
+	// time.Now. A test sets it to move past an expiry without sleeping.
+	Now func() time.Time
 }
 
 // Authenticator authenticates webhook requests against every live
@@ -121,11 +124,14 @@ func NewAuthenticator(pool *pgxpool.Pool, opts AuthOptions) *Authenticator {
 	if opts.BasicCredentialQueue <= 0 {
 		opts.BasicCredentialQueue = 2
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	a := &Authenticator{
 		pool:       pool,
 		logger:     opts.Logger,
 		opts:       opts,
-		now:        time.Now,
+		now:        opts.Now,
 		basicBad:   expirable.NewLRU[[32]byte, struct{}](4096, nil, opts.NegativeCacheTTL),
 		slow:       newSlowGate(opts.BasicSlots, opts.BasicTenantSlots, opts.BasicTenantQueue, opts.BasicCredentialQueue),
 		tombstones: map[string]time.Time{},

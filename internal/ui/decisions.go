@@ -28,14 +28,51 @@ var decisionFilters = []string{"verdict", "cluster", "namespace", "policy", "use
 type decisionsPage struct {
 	Range    string
 	Ranges   []string
-	Filter   map[string]string
 	Chart    chartData
 	Requests int64
 	Denials  int64
 	Top      []policyCount
-	Items    []apiv1.Decision
+	decisionTable
+}
+
+// decisionTable is the table of decisions the tenant's page and the
+// fleet's share: the filters the query sets, one page of decisions and the
+// query of the next.
+type decisionTable struct {
+	Filter map[string]string
+	Items  []apiv1.Decision
 	// Next is the query of the next page, empty on the last.
 	Next string
+}
+
+// read fills the table from the list of decisions at path over the range
+// rng (since its start), with the filters named in keys.
+func (d *decisionTable) read(r *request, path string, keys []string, rng, since string) error {
+	q := r.r.URL.Query()
+	d.Filter = map[string]string{}
+	lq := url.Values{"since": {since}, "limit": {"50"}}
+	for _, k := range keys {
+		if v := q.Get(k); v != "" {
+			d.Filter[k] = v
+			lq.Set(k, v)
+		}
+	}
+	if c := q.Get("continue"); c != "" {
+		lq.Set("continue", c)
+	}
+	var l apiv1.DecisionList
+	if err := r.api("GET", path, lq, nil, &l); err != nil {
+		return err
+	}
+	d.Items = l.Items
+	if l.Continue != "" {
+		nq := url.Values{"range": {rng}, "continue": {l.Continue}}
+		for k, v := range d.Filter {
+			nq.Set(k, v)
+		}
+		d.Next = nq.Encode()
+	}
+	return nil
 }
 
 // chartData is what static/js/app.js draws with uPlot.
@@ -69,31 +106,11 @@ func rangeOf(r *request) (name, since, bucket string, names []string) {
 // is an index scan (BenchmarkDecisionsPage); loading it apart still
 // shows the table first when the database is busy.
 func (s *Server) decisions(r *request) error {
-	t, q := r.tenant(), r.r.URL.Query()
-	pg := decisionsPage{Filter: map[string]string{}}
+	var pg decisionsPage
 	var since string
 	pg.Range, since, _, pg.Ranges = rangeOf(r)
-	lq := url.Values{"since": {since}, "limit": {"50"}}
-	for _, k := range decisionFilters {
-		if v := q.Get(k); v != "" {
-			pg.Filter[k] = v
-			lq.Set(k, v)
-		}
-	}
-	if c := q.Get("continue"); c != "" {
-		lq.Set("continue", c)
-	}
-	var l list[apiv1.Decision]
-	if err := r.api("GET", p("tenants", t, "decisions"), lq, nil, &l); err != nil {
+	if err := pg.read(r, p("tenants", r.tenant(), "decisions"), decisionFilters, pg.Range, since); err != nil {
 		return err
-	}
-	pg.Items = l.Items
-	if l.Continue != "" {
-		nq := url.Values{"range": {pg.Range}, "continue": {l.Continue}}
-		for k, v := range pg.Filter {
-			nq.Set(k, v)
-		}
-		pg.Next = nq.Encode()
 	}
 	return r.page("decisions", r.view("Decisions", "decisions", pg))
 }

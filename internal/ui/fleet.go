@@ -26,9 +26,7 @@ type fleetPage struct {
 	Tenants  []fleetRow
 	// The table of every tenant's decisions, as the tenant's page has it,
 	// with "tenant" among the filters.
-	Filter map[string]string
-	Items  []apiv1.Decision
-	Next   string
+	decisionTable
 }
 
 // decisionsHome is the Decisions entry of the navigation: a tenant's user
@@ -38,31 +36,11 @@ func (s *Server) decisionsHome(r *request) error {
 	if !r.sess.who.Operator() {
 		return s.pickTenant("decisions", "Decisions")(r)
 	}
-	q := r.r.URL.Query()
-	pg := fleetPage{Filter: map[string]string{}}
+	var pg fleetPage
 	var since string
 	pg.Range, since, _, pg.Ranges = rangeOf(r)
-	lq := url.Values{"since": {since}, "limit": {"50"}}
-	for _, k := range append([]string{"tenant"}, decisionFilters...) {
-		if v := q.Get(k); v != "" {
-			pg.Filter[k] = v
-			lq.Set(k, v)
-		}
-	}
-	if c := q.Get("continue"); c != "" {
-		lq.Set("continue", c)
-	}
-	var l apiv1.DecisionList
-	if err := r.api("GET", p("decisions"), lq, nil, &l); err != nil {
+	if err := pg.read(r, p("decisions"), append([]string{"tenant"}, decisionFilters...), pg.Range, since); err != nil {
 		return err
-	}
-	pg.Items = l.Items
-	if l.Continue != "" {
-		nq := url.Values{"range": {pg.Range}, "continue": {l.Continue}}
-		for k, v := range pg.Filter {
-			nq.Set(k, v)
-		}
-		pg.Next = nq.Encode()
 	}
 	return r.page("fleet", r.view("Decisions", "decisions", pg))
 }
