@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,4 +98,48 @@ func checkScaleCapped(t *testing.T, g *gateway, cs kubernetes.Interface) {
 	if err != nil || s.Spec.Replicas != 3 {
 		t.Fatalf("scale to 3: %v, %v; want 3 replicas", err, s)
 	}
+
+	// The same cap as an apply configuration fails as the apiserver's own
+	// plugin fails it (TestInProcessPluginOnScale), and failurePolicy
+	// Fail refuses the scale.
+	g.runInput(t, []byte(capReplicasApply), "apply", "--tenant", tenant, "-f", "-")
+	eventually(t, 30*time.Second, "the apply configuration on the Scale to be refused", func() bool {
+		_, err = scale(8)
+		return err != nil
+	})
+	want := "policy 'cap-scale-apply' with binding 'cap-scale-apply' denied request: " + scaleTypeError
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("ApplyConfiguration on deployments/scale: got %v, want %q", err, want)
+	}
+	g.run(t, "delete", "--tenant", tenant, "mapb", "cap-scale-apply")
 }
+
+// capReplicasApply is capReplicas written as an apply configuration.
+const capReplicasApply = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: cap-scale-apply
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["UPDATE"]
+      resources: ["deployments/scale"]
+  matchConditions:
+  - name: capped
+    expression: object.metadata.name == "capped"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{spec: Object.spec{replicas: 5}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: cap-scale-apply
+spec:
+  policyName: cap-scale-apply
+`
