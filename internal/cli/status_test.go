@@ -34,7 +34,7 @@ func TestNamingFlags(t *testing.T) {
 		{"the message's field", withCauses("webhookURL: the scheme must be https"),
 			"--webhook-url: the scheme must be https (Invalid, HTTP 422)"},
 		{"a cause's field", withCauses("Cluster \"x\" is invalid", metav1.StatusCause{Field: "labels", Message: "bad key"}, metav1.StatusCause{Field: "name", Message: "too long"}),
-			"Cluster \"x\" is invalid (Invalid, HTTP 422)\n  labels: bad key\n  name: too long"},
+			"Cluster \"x\" is invalid (Invalid, HTTP 422)\n  --labels: bad key\n  name: too long"},
 		{"a field inside the text", withCauses("the labels: are kept"), "the labels: are kept (Invalid, HTTP 422)"},
 		{"a longer field with the same start", withCauses("labelsSelector: bad"), "labelsSelector: bad (Invalid, HTTP 422)"},
 		{"not an answer of the API", errors.New("labels: bad"), "labels: bad"},

@@ -47,7 +47,6 @@ func (k subresourceKind) request() *request {
 var (
 	scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 	labelAC  = `Object{metadata: Object.metadata{labels: {"capped": "yes"}}}`
-	labelJP  = `[JSONPatch{op: "add", path: "/metadata/labels", value: {"capped": "yes"}}]`
 )
 
 func scaleKind(group, resource string) subresourceKind {
