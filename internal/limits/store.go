@@ -3,7 +3,8 @@
 // slow another's: concurrent evaluations, CEL cost per request and
 // requests per second. Each has a gateway-wide default and a per-tenant
 // override, stored in Postgres and pushed to every replica by
-// notification.
+// notification. The same overrides hold the bounds of each of the
+// tenant's clusters' inventory, which internal/inventory enforces.
 package limits
 
 import (
