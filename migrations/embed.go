@@ -8,8 +8,8 @@
 // role, 00013 the web UI's sessions, 00014 decisions keyed by tenant
 // (Citus), 00015 decision counts, 00016 the index for dashboards that
 // filtered decisions by tenant name goes, 00017 the ranges of tenant
-// limits, 00018 the inventory's bounds; later files take the next free
-// number.
+// limits, 00018 the inventory's bounds, 00019 their ranges; later files
+// take the next free number.
 package migrations
 
 import "embed"

@@ -109,6 +109,11 @@ type Config struct {
 	// ProvisionalNamespaceTTL drops a provisional namespace (internal/
 	// inventory) that nothing proposed again or confirmed for this long.
 	ProvisionalNamespaceTTL time.Duration
+	// MaxNamespacesPerCluster and MaxCRDsPerCluster are the default bounds
+	// of one cluster's inventory (inventory.Store.SetDefaultBounds), for
+	// tenants without an override; in the overrides' ranges.
+	MaxNamespacesPerCluster int
+	MaxCRDsPerCluster       int
 }
 
 // ParseConfig reads flags from args and, for flags not given, the
@@ -153,6 +158,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.WebhookCABundle, "webhook-ca-bundle", "", "PEM file that verifies the webhook's serving certificate, for generated cluster artifacts (default: the development CA, else --tls-cert)")
 	fs.DurationVar(&c.PolicyResync, "policy-resync", 10*time.Second, "how often cached policy versions are checked against the database (at most 30s)")
 	fs.DurationVar(&c.ProvisionalNamespaceTTL, "provisional-namespace-ttl", inventory.DefaultProvisionalTTL, "how long a namespace proposed by an allowed request stays provisional without being proposed again or confirmed; then it is dropped (at least 1m)")
+	fs.IntVar(&c.MaxNamespacesPerCluster, "max-namespaces-per-cluster", inventory.DefaultMaxNamespaces, "default of how many namespaces (committed and provisional together) one cluster's inventory holds; every replica serving the cluster holds them in memory (a tenant's override wins)")
+	fs.IntVar(&c.MaxCRDsPerCluster, "max-crds-per-cluster", inventory.DefaultMaxCRDs, "default of how many CRDs one cluster's inventory holds (a tenant's override wins)")
 	fs.DurationVar(&c.DecisionRetention, "decision-retention", 30*24*time.Hour, "how long decisions are kept; older daily partitions are dropped (at least 24h)")
 	fs.IntVar(&c.DecisionBatchRows, "decision-batch-rows", 1000, "most decisions written by one COPY (a batch is also written every 200ms)")
 	fs.IntVar(&c.DecisionQueueSize, "decision-queue-size", 10_000, "decisions held in memory before they spill to --state-dir/decisions")
@@ -236,6 +243,10 @@ func (c Config) Validate() error {
 		return errors.New("--max-header-bytes must be at least 4096")
 	case c.ProvisionalNamespaceTTL < time.Minute:
 		return errors.New("--provisional-namespace-ttl must be at least 1m")
+	case c.MaxNamespacesPerCluster < 1 || c.MaxNamespacesPerCluster > limits.MaxNamespacesPerCluster:
+		return fmt.Errorf("--max-namespaces-per-cluster must be between 1 and %d", limits.MaxNamespacesPerCluster)
+	case c.MaxCRDsPerCluster < 1 || c.MaxCRDsPerCluster > limits.MaxCRDsPerCluster:
+		return fmt.Errorf("--max-crds-per-cluster must be between 1 and %d", limits.MaxCRDsPerCluster)
 	case c.DecisionRetention < 24*time.Hour:
 		return errors.New("--decision-retention must be at least 24h: decisions are kept in daily partitions")
 	case c.DecisionBatchRows < 1:

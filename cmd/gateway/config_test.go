@@ -54,6 +54,20 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "provisional namespace TTL too short", args: []string{"--dev", "--database-url", db, "--provisional-namespace-ttl", "10s"}, wantErr: "--provisional-namespace-ttl must be at least 1m"},
+		{name: "inventory bounds default", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
+			if c.MaxNamespacesPerCluster != 10_000 || c.MaxCRDsPerCluster != 1_000 {
+				t.Fatalf("inventory bounds %d %d", c.MaxNamespacesPerCluster, c.MaxCRDsPerCluster)
+			}
+		}},
+		{name: "inventory bounds from flag and environment", args: []string{"--dev", "--database-url", db, "--max-namespaces-per-cluster", "2500"},
+			env: map[string]string{"PORTCULLIS_MAX_CRDS_PER_CLUSTER": "300"}, check: func(t *testing.T, c Config) {
+				if c.MaxNamespacesPerCluster != 2500 || c.MaxCRDsPerCluster != 300 {
+					t.Fatalf("inventory bounds %d %d", c.MaxNamespacesPerCluster, c.MaxCRDsPerCluster)
+				}
+			}},
+		{name: "no namespaces", args: []string{"--dev", "--database-url", db, "--max-namespaces-per-cluster", "0"}, wantErr: "--max-namespaces-per-cluster must be between 1 and 1000000"},
+		{name: "more namespaces than an override may allow", args: []string{"--dev", "--database-url", db, "--max-namespaces-per-cluster", "1000001"}, wantErr: "--max-namespaces-per-cluster must be between 1 and 1000000"},
+		{name: "negative CRDs", env: map[string]string{"PORTCULLIS_DEV": "true", "PORTCULLIS_DATABASE_URL": db, "PORTCULLIS_MAX_CRDS_PER_CLUSTER": "-1"}, wantErr: "--max-crds-per-cluster must be between 1 and 100000"},
 		{name: "low-priority lane defaults", args: []string{"--dev", "--database-url", db}, check: func(t *testing.T, c Config) {
 			if c.LowPriorityCost != 100_000 || c.LowPriorityWorkers != 0 {
 				t.Fatalf("lane %v %d", c.LowPriorityCost, c.LowPriorityWorkers)

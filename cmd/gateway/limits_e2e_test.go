@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -48,4 +49,51 @@ func TestTenantLimitsEndToEnd(t *testing.T) {
 			t.Fatalf("request %d under the override: %d", i, code)
 		}
 	}
+}
+
+// The inventory bounds are wired end to end (issue 30, finding 3): the
+// gateway's default from its flag is the one enforced and shown, and an
+// operator's override set with the CLI holds on the next upload, which
+// the CLI reports naming the file.
+func TestInventoryBoundsEndToEnd(t *testing.T) {
+	e := newE2E(t, pgtest.URL(t), func(c *Config) { c.MaxNamespacesPerCluster = 3; c.MaxCRDsPerCluster = 7 })
+	e.onboard()
+	a := operatorCLI(t, e)
+	row := func(out, limit string) string {
+		for line := range strings.Lines(out) {
+			if f := strings.Fields(line); len(f) == 4 && f[0] == limit {
+				return strings.Join(f[1:], " ")
+			}
+		}
+		t.Fatalf("no %s row in:\n%s", limit, out)
+		return ""
+	}
+	out := a.ok("tenant", "limits", "acme")
+	if got := row(out, "max-namespaces-per-cluster"); got != "3 - 3" {
+		t.Fatalf("namespaces before any override: %q", got)
+	}
+	if got := row(out, "max-crds-per-cluster"); got != "7 - 7" {
+		t.Fatalf("CRDs before any override: %q", got)
+	}
+	var nss strings.Builder
+	for _, n := range []string{"a", "b", "c", "d"} {
+		nss.WriteString("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: " + n + "}\n")
+	}
+	if err := os.WriteFile("nss.yaml", []byte(nss.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	importNss := []string{"namespaces", "import", "--tenant", "acme", "--cluster", "prod", "-f", "nss.yaml"}
+	a.fails(1, "nss.yaml: NamespaceList", importNss...)
+	a.fails(1, "over its bound of 3", importNss...)
+
+	out = a.ok("tenant", "set-limits", "acme", "--max-namespaces-per-cluster", "4")
+	if got := row(out, "max-namespaces-per-cluster"); got != "4 4 3" {
+		t.Fatalf("namespaces after the override: %q", got)
+	}
+	if got := row(out, "max-crds-per-cluster"); got != "7 - 7" {
+		t.Fatalf("set-limits changed another bound: %q", got)
+	}
+	a.ok(importNss...)
+	a.fails(1, "--max-namespaces-per-cluster: must be between 1 and 1000000", "tenant", "set-limits", "acme", "--max-namespaces-per-cluster", "-1")
+	a.fails(1, "--max-crds-per-cluster: must be between 1 and 100000", "tenant", "set-limits", "acme", "--max-crds-per-cluster", "100001")
 }

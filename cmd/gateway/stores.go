@@ -77,6 +77,7 @@ func (m *Main) setupPolicies(bg context.Context) error {
 		m.Logger.Warn("policy cache not warmed up yet", "error", err)
 	}
 	m.Inventory = inventory.New(m.Pool)
+	m.Inventory.SetDefaultBounds(inventory.Bounds{Namespaces: m.Config.MaxNamespacesPerCluster, CRDs: m.Config.MaxCRDsPerCluster})
 	m.Namespaces, err = inventory.NewCache(m.Inventory, inventory.Config{
 		ProvisionalTTL: m.Config.ProvisionalNamespaceTTL, Logger: m.Logger, Registry: m.Registry})
 	if err != nil {

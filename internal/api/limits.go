@@ -11,17 +11,34 @@ const limitsPath = "/api/v1/tenants/{tenant}/limits"
 func (s *Server) limitRoutes() []route {
 	return []route{
 		{method: "GET", path: limitsPath, access: tenantViewer,
-			summary:  "The tenant's evaluation limits: the gateway's defaults, the tenant's overrides and the result",
+			summary:  "The tenant's evaluation limits and per-cluster inventory bounds: the gateway's defaults, the tenant's overrides and the result",
 			response: apiv1.TenantLimits{}, handle: s.getLimits},
 		{method: "PUT", path: limitsPath, access: operatorOnly,
-			summary: "Set the tenant's overrides of the evaluation limits (an absent or zero field takes the default)",
+			summary: "Set the tenant's overrides of the evaluation limits and inventory bounds (an absent or zero field takes the default)",
 			request: apiv1.Limits{}, response: apiv1.TenantLimits{}, handle: s.putLimits},
 	}
 }
 
 func toLimits(l limits.Limits) apiv1.Limits {
 	return apiv1.Limits{ConcurrentEvaluations: l.ConcurrentEvaluations, CELCostPerRequest: l.CELCostPerRequest,
-		RequestsPerSecond: l.RequestsPerSecond}
+		RequestsPerSecond: l.RequestsPerSecond, MaxNamespacesPerCluster: l.MaxNamespacesPerCluster,
+		MaxCRDsPerCluster: l.MaxCRDsPerCluster}
+}
+
+func fromLimits(l apiv1.Limits) limits.Limits {
+	return limits.Limits{ConcurrentEvaluations: l.ConcurrentEvaluations, CELCostPerRequest: l.CELCostPerRequest,
+		RequestsPerSecond: l.RequestsPerSecond, MaxNamespacesPerCluster: l.MaxNamespacesPerCluster,
+		MaxCRDsPerCluster: l.MaxCRDsPerCluster}
+}
+
+// limitDefaults are the gateway's defaults. The inventory bounds are the
+// ones the inventory enforces (--max-namespaces-per-cluster,
+// --max-crds-per-cluster), so what is shown cannot drift from them.
+func (s *Server) limitDefaults() limits.Limits {
+	d := s.LimitDefaults
+	b := s.Inventory.DefaultBounds()
+	d.MaxNamespacesPerCluster, d.MaxCRDsPerCluster = b.Namespaces, b.CRDs
+	return d
 }
 
 func (s *Server) tenantLimits(c *call) (apiv1.TenantLimits, error) {
@@ -29,8 +46,9 @@ func (s *Server) tenantLimits(c *call) (apiv1.TenantLimits, error) {
 	if err != nil {
 		return apiv1.TenantLimits{}, err
 	}
-	return apiv1.TenantLimits{Tenant: c.tenant.Name, Defaults: toLimits(s.LimitDefaults), Overrides: toLimits(o),
-		Effective: toLimits(s.LimitDefaults.Over(o))}, nil
+	d := s.limitDefaults()
+	return apiv1.TenantLimits{Tenant: c.tenant.Name, Defaults: toLimits(d), Overrides: toLimits(o),
+		Effective: toLimits(d.Over(o))}, nil
 }
 
 func (s *Server) getLimits(c *call) error {
@@ -46,8 +64,7 @@ func (s *Server) putLimits(c *call) error {
 	if err := c.decode(&in); err != nil {
 		return err
 	}
-	o := limits.Limits{ConcurrentEvaluations: in.ConcurrentEvaluations, CELCostPerRequest: in.CELCostPerRequest,
-		RequestsPerSecond: in.RequestsPerSecond}
+	o := fromLimits(in)
 	// Before anything is read: a value out of its range is a 422 naming
 	// the field, whatever the store would make of it.
 	if err := limits.Check(o); err != nil {

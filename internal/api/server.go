@@ -54,7 +54,8 @@ type Server struct {
 	Tracer     trace.Tracer
 	Propagator propagation.TextMapPropagator
 	// Limits stores the tenants' overrides of the evaluation limits, and
-	// LimitDefaults are the gateway's defaults they override.
+	// LimitDefaults are the gateway's defaults they override (the
+	// inventory bounds excepted: Inventory.DefaultBounds gives those).
 	Limits        *limits.Store
 	LimitDefaults limits.Limits
 	// Limiter, when set, charges the evaluations of POST .../evaluate to

@@ -1,8 +1,9 @@
 package apiv1
 
 // Limits are a tenant's evaluation limits, enforced by each gateway replica
-// on its share of the tenant's webhook requests. In Defaults and Effective
-// a zero (absent) field means no limit; in Overrides it means the default.
+// on its share of the tenant's webhook requests, and the bounds of each of
+// its clusters' inventory. In Defaults and Effective a zero (absent) field
+// means no limit; in Overrides it means the default.
 type Limits struct {
 	// ConcurrentEvaluations is how many of the tenant's requests one
 	// replica evaluates at once; the others wait up to a second, then get
@@ -15,6 +16,15 @@ type Limits struct {
 	// RequestsPerSecond is the sustained rate one replica accepts (bursts
 	// of one second's worth); more get 429.
 	RequestsPerSecond float64 `json:"requestsPerSecond,omitempty"`
+	// MaxNamespacesPerCluster bounds how many namespaces (committed and
+	// provisional together) the inventory of one of the tenant's clusters
+	// holds; an upload or sync push past it is a 422, a namespace learned
+	// past it is dropped. The gateway's default is 10,000.
+	MaxNamespacesPerCluster int `json:"maxNamespacesPerCluster,omitempty"`
+	// MaxCRDsPerCluster bounds how many CRDs the inventory of one of the
+	// tenant's clusters holds; an upload past it is a 422. The gateway's
+	// default is 1,000.
+	MaxCRDsPerCluster int `json:"maxCRDsPerCluster,omitempty"`
 }
 
 // TenantLimits is GET /api/v1/tenants/{tenant}/limits: the gateway's

@@ -37,14 +37,18 @@ func cmdTenantSetLimits(e *env, args []string) error {
 	conc := f.Int("concurrent-evaluations", 0, "evaluations of the tenant at once on each replica (0: the default)")
 	cost := f.Int64("cel-cost-per-request", 0, "CEL cost of one request, summed over its bindings (0: the default)")
 	rate := f.Float64("requests-per-second", 0, "requests per second on each replica (0: the default)")
+	nss := f.Int("max-namespaces-per-cluster", 0, "namespaces one cluster's inventory holds, committed and provisional together (0: the default)")
+	crds := f.Int("max-crds-per-cluster", 0, "CRDs one cluster's inventory holds (0: the default)")
 	pos, err := f.parse(args, 1, 1, "NAME")
 	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if !set["concurrent-evaluations"] && !set["cel-cost-per-request"] && !set["requests-per-second"] {
-		return usageErr("give at least one of --concurrent-evaluations, --cel-cost-per-request, --requests-per-second (0 restores the default)")
+	if !set["concurrent-evaluations"] && !set["cel-cost-per-request"] && !set["requests-per-second"] &&
+		!set["max-namespaces-per-cluster"] && !set["max-crds-per-cluster"] {
+		return usageErr("give at least one of --concurrent-evaluations, --cel-cost-per-request, --requests-per-second, " +
+			"--max-namespaces-per-cluster, --max-crds-per-cluster (0 restores the default)")
 	}
 	cl, err := e.connect(c)
 	if err != nil {
@@ -65,11 +69,18 @@ func cmdTenantSetLimits(e *env, args []string) error {
 	if set["requests-per-second"] {
 		o.RequestsPerSecond = *rate
 	}
+	if set["max-namespaces-per-cluster"] {
+		o.MaxNamespacesPerCluster = *nss
+	}
+	if set["max-crds-per-cluster"] {
+		o.MaxCRDsPerCluster = *crds
+	}
 	var l apiv1.TenantLimits
 	raw, err := cl.sendJSON(e, http.MethodPut, path, nil, o, &l)
 	if err != nil {
 		return namingFlags(err, map[string]string{"concurrentEvaluations": "--concurrent-evaluations",
-			"celCostPerRequest": "--cel-cost-per-request", "requestsPerSecond": "--requests-per-second"})
+			"celCostPerRequest": "--cel-cost-per-request", "requestsPerSecond": "--requests-per-second",
+			"maxNamespacesPerCluster": "--max-namespaces-per-cluster", "maxCRDsPerCluster": "--max-crds-per-cluster"})
 	}
 	return e.emit(c, raw, func(w io.Writer) error { return printLimits(w, l) })
 }
@@ -90,9 +101,13 @@ func printLimits(w io.Writer, l apiv1.TenantLimits) error {
 		i(l.Overrides.CELCostPerRequest, "-"), i(l.Defaults.CELCostPerRequest, "none"))
 	t.row("requests-per-second", r(l.Effective.RequestsPerSecond, "none"),
 		r(l.Overrides.RequestsPerSecond, "-"), r(l.Defaults.RequestsPerSecond, "none"))
+	t.row("max-namespaces-per-cluster", i(int64(l.Effective.MaxNamespacesPerCluster), "none"),
+		i(int64(l.Overrides.MaxNamespacesPerCluster), "-"), i(int64(l.Defaults.MaxNamespacesPerCluster), "none"))
+	t.row("max-crds-per-cluster", i(int64(l.Effective.MaxCRDsPerCluster), "none"),
+		i(int64(l.Overrides.MaxCRDsPerCluster), "-"), i(int64(l.Defaults.MaxCRDsPerCluster), "none"))
 	if err := t.flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "Limits apply on each replica to tenant %q.\n", l.Tenant)
+	_, err := fmt.Fprintf(w, "Evaluation limits apply on each replica, inventory bounds to each cluster, of tenant %q.\n", l.Tenant)
 	return err
 }

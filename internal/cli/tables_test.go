@@ -177,3 +177,27 @@ func TestTokenTable(t *testing.T) {
 		t.Fatalf("tokens:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// The limits table shows the inventory bounds beside the evaluation
+// limits: effective, the tenant's override, the gateway's default.
+func TestLimitsTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := printLimits(&b, apiv1.TenantLimits{Tenant: "acme",
+		Defaults:  apiv1.Limits{ConcurrentEvaluations: 2, CELCostPerRequest: 100, MaxNamespacesPerCluster: 10_000, MaxCRDsPerCluster: 1_000},
+		Overrides: apiv1.Limits{RequestsPerSecond: 50, MaxNamespacesPerCluster: 200},
+		Effective: apiv1.Limits{ConcurrentEvaluations: 2, CELCostPerRequest: 100, RequestsPerSecond: 50, MaxNamespacesPerCluster: 200, MaxCRDsPerCluster: 1_000},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := `LIMIT                        EFFECTIVE   OVERRIDE   DEFAULT
+concurrent-evaluations       2           -          2
+cel-cost-per-request         100         -          100
+requests-per-second          50          50         none
+max-namespaces-per-cluster   200         200        10000
+max-crds-per-cluster         1000        -          1000
+Evaluation limits apply on each replica, inventory bounds to each cluster, of tenant "acme".
+`
+	if b.String() != want {
+		t.Fatalf("limits:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

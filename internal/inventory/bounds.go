@@ -53,9 +53,14 @@ func (s *Store) SetDefaultBounds(b Bounds) {
 	}
 }
 
+// DefaultBounds returns the bounds of tenants without an override.
+func (s *Store) DefaultBounds() Bounds { return s.defaultBounds() }
+
 // Bounds returns the tenant's per-cluster bounds: its overrides
-// (tenant_limits.max_namespaces_per_cluster, max_crds_per_cluster) over
-// the defaults.
+// (tenant_limits.max_namespaces_per_cluster, max_crds_per_cluster, which
+// internal/limits writes) over the defaults. Every write reads them again
+// in its own transaction, so a changed override holds from the next
+// write on, on every replica, with no cache to notify.
 func (s *Store) Bounds(ctx context.Context, tenantID int64) (Bounds, error) {
 	return s.bounds(ctx, s.pool, tenantID)
 }
