@@ -26,26 +26,23 @@ func (m *Main) setupWebhook() error {
 		return err
 	}
 	h := &webhook.Handler{
-		Serves:       serves,
-		Authenticate: m.Auth.Authenticate,
-		Snapshot:     m.PolicyCache.Snapshot,
-		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
-			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
-		},
+		Serves:           serves,
+		Authenticate:     m.Auth.Authenticate,
+		Snapshot:         m.PolicyCache.Snapshot,
+		Namespaces:       m.namespaces,
 		Observe:          m.Namespaces.Observe,
 		LearnTerminating: m.Namespaces.LearnNamespaceTerminating,
 		Recorder:         m.recorder(),
 		Metrics:          webhook.NewMetrics(m.Registry, m.Config.MetricsTenantLabel),
 		Tracer:           m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/webhook"),
 		Propagator:       m.Tracing.Propagator,
-		Endpoint:         "validate",
 		Logger:           m.Logger,
 		Instance:         m.Config.Instance,
 		MaxRequestBytes:  m.Config.MaxRequestBytes,
 		Limits:           m.Limits,
 	}
 	mh := *h
-	mh.Mutating, mh.Endpoint = true, "mutate"
+	mh.Kind = evaluator.Mutating // its metrics' endpoint label is then "mutate"
 	// The second pattern of each carries a url credential's secret; the
 	// span's http.route is the pattern, never the path, so the secret
 	// reaches no trace, and nothing logs or labels the path.
@@ -54,6 +51,12 @@ func (m *Main) setupWebhook() error {
 		m.WebhookMux.Handle(p+"mutate", &mh)
 	}
 	return nil
+}
+
+// namespaces is the cluster inventory that the webhook and the admin API
+// evaluate against: the inventory cache's, as the evaluator reads it.
+func (m *Main) namespaces(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
+	return m.Namespaces.Lookup(ctx, tenantID, clusterID)
 }
 
 // setupAdminAPI routes /api/v1 on the admin listener.
@@ -97,9 +100,7 @@ func (m *Main) setupAdminAPI() error {
 		Tracer:            m.Tracing.Provider.Tracer("github.com/portcullis-dev/portcullis/internal/api"),
 		Propagator:        m.Tracing.Propagator,
 		Snapshot:          m.PolicyCache.Current, // read-your-writes after an apply
-		Namespaces: func(ctx context.Context, tenantID, clusterID int64) (evaluator.NamespaceLookup, error) {
-			return m.Namespaces.Lookup(ctx, tenantID, clusterID)
-		},
+		Namespaces:        m.namespaces,
 	}
 	api := m.AdminAPI.Handler()
 	m.AdminMux.Handle("/api/", api)

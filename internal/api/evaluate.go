@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/admission"
+	"github.com/portcullis-dev/portcullis/internal/answer"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/fault"
@@ -92,15 +93,16 @@ func (s *Server) evaluate(c *call) error {
 	rev.Request.ClusterLabels = cl.Labels
 	// As in the webhook: without an inventory every namespace is unknown,
 	// and bindings that need one follow their failurePolicy.
-	var nss evaluator.NamespaceLookup = evaluator.NamespaceMap{}
-	if inv, err := s.Namespaces(ctx, c.tenant.ID, cl.ID); err == nil && inv != nil {
-		nss = inv
-	}
-	answer := apiv1.EvaluateResponse{SnapshotVersion: snap.Version, Candidate: candidate}
+	opts = append(opts, evaluator.WithNamespaces(answer.Inventory(s.Namespaces(ctx, c.tenant.ID, cl.ID))))
+	ans := apiv1.EvaluateResponse{SnapshotVersion: snap.Version, Candidate: candidate}
 	if req.Chain {
-		err = evaluateChain(ctx, &answer, req.Review, rev, snap.Compiled, nss, opts)
+		err = evaluateChain(ctx, &ans, req.Review, rev, snap.Compiled, opts)
 	} else {
-		err = evaluateOne(ctx, &answer, rev, snap.Compiled, nss, req.Mutate, opts)
+		kind := evaluator.Validating
+		if req.Mutate {
+			kind = evaluator.Mutating
+		}
+		err = evaluateOne(ctx, &ans, rev, snap.Compiled, kind, opts)
 	}
 	release()
 	if err != nil {
@@ -108,7 +110,7 @@ func (s *Server) evaluate(c *call) error {
 	}
 	// Compact, unlike other answers: an indenting encoder would re-indent
 	// the review, which must stay byte for byte the webhook's.
-	b, err := json.Marshal(answer)
+	b, err := json.Marshal(ans)
 	if err != nil {
 		return err
 	}

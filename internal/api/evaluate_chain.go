@@ -6,22 +6,20 @@ import (
 	"slices"
 
 	"github.com/portcullis-dev/portcullis/internal/admission"
+	"github.com/portcullis-dev/portcullis/internal/answer"
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 )
 
 // evaluateOne answers as one webhook: the validating one, or the mutating
-// one.
-func evaluateOne(ctx context.Context, answer *apiv1.EvaluateResponse, rev *admission.Review, snap *evaluator.Snapshot,
-	nss evaluator.NamespaceLookup, mutate bool, opts []evaluator.ValidateOption) error {
-	res, out := admission.Answer(ctx, rev, snap, nss, mutate, append(slices.Clip(opts), evaluator.WithTrace())...)
-	answer.Review, answer.Trace = out, wireTrace(res)
-	answer.Evaluated = []string{"validate"}
-	if mutate {
-		answer.Evaluated = []string{"mutate"}
-	}
-	return setObject(answer, res)
+// one. opts carry the inventory and the tenant's cost limit.
+func evaluateOne(ctx context.Context, ans *apiv1.EvaluateResponse, rev *admission.Review, snap *evaluator.Snapshot,
+	kind evaluator.Kind, opts []evaluator.Option) error {
+	res, out := answer.Review(ctx, snap, kind, rev, append(slices.Clip(opts), evaluator.WithTrace())...)
+	ans.Review, ans.Trace = out, wireTrace(res)
+	ans.Evaluated = []string{kind.String()}
+	return setObject(ans, res)
 }
 
 // evaluateChain answers as the apiserver's admission chain: mutating
@@ -33,24 +31,25 @@ func evaluateOne(ctx context.Context, answer *apiv1.EvaluateResponse, rev *admis
 // resource rules and selectors match and its matchConditions hold; a
 // binding that failed to apply counts, since its failurePolicy may decide
 // the answer. raw is rev as it was sent. Each webhook's evaluation gets
-// opts (the tenant's cost limit), as each of the two calls would.
-func evaluateChain(ctx context.Context, answer *apiv1.EvaluateResponse, raw json.RawMessage, rev *admission.Review,
-	snap *evaluator.Snapshot, nss evaluator.NamespaceLookup, opts []evaluator.ValidateOption) error {
-	res, out := admission.Answer(ctx, rev, snap, nss, true, append(slices.Clip(opts), evaluator.WithTrace())...)
+// opts (the inventory and the tenant's cost limit), as each of the two
+// calls would.
+func evaluateChain(ctx context.Context, ans *apiv1.EvaluateResponse, raw json.RawMessage, rev *admission.Review,
+	snap *evaluator.Snapshot, opts []evaluator.Option) error {
+	res, out := answer.Review(ctx, snap, evaluator.Mutating, rev, append(slices.Clip(opts), evaluator.WithTrace())...)
 	if res.Allowed && !slices.ContainsFunc(res.Bindings, func(b evaluator.BindingResult) bool {
 		return b.Outcome != evaluator.OutcomeNotMatched && b.Outcome != evaluator.OutcomeClusterSkipped
 	}) {
-		return evaluateOne(ctx, answer, rev, snap, nss, false, opts)
+		return evaluateOne(ctx, ans, rev, snap, evaluator.Validating, opts)
 	}
-	answer.Mutation = &apiv1.EvaluateStep{Review: out, Trace: wireTrace(res)}
-	answer.Evaluated = []string{"mutate"}
-	if err := setObject(answer, res); err != nil || !res.Allowed {
+	ans.Mutation = &apiv1.EvaluateStep{Review: out, Trace: wireTrace(res)}
+	ans.Evaluated = []string{evaluator.Mutating.String()}
+	if err := setObject(ans, res); err != nil || !res.Allowed {
 		return err
 	}
-	if answer.Object != nil {
+	if ans.Object != nil {
 		// The validating webhook gets the review with the mutated object,
 		// as the apiserver sends it, decoded as the webhook decodes it.
-		mutated, err := withObject(raw, answer.Object)
+		mutated, err := withObject(raw, ans.Object)
 		if err != nil {
 			return err
 		}
@@ -60,13 +59,13 @@ func evaluateChain(ctx context.Context, answer *apiv1.EvaluateResponse, raw json
 		}
 		rev.Request.ClusterLabels = labels
 	}
-	vres, vout := admission.Answer(ctx, rev, snap, nss, false, append(slices.Clip(opts), evaluator.WithTrace())...)
-	answer.Review, answer.Trace = vout, wireTrace(vres)
-	answer.Evaluated = append(answer.Evaluated, "validate")
+	vres, vout := answer.Review(ctx, snap, evaluator.Validating, rev, append(slices.Clip(opts), evaluator.WithTrace())...)
+	ans.Review, ans.Trace = vout, wireTrace(vres)
+	ans.Evaluated = append(ans.Evaluated, evaluator.Validating.String())
 	return nil
 }
 
-// setObject sets the answer's object to a Mutate result's final object.
+// setObject sets the answer's object to a mutating result's final object.
 func setObject(answer *apiv1.EvaluateResponse, res *evaluator.Result) error {
 	if res.Object == nil {
 		return nil

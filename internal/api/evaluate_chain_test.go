@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 // chainPolicies require the team label the mutating sample adds, and make
@@ -66,7 +67,7 @@ func TestEvaluateChain(t *testing.T) {
 	if strings.Join(res.Evaluated, ",") != "validate" || res.Mutation != nil || res.Object != nil {
 		t.Fatalf("evaluated %v, mutation %+v", res.Evaluated, res.Mutation)
 	}
-	if want := e.webhookAnswerAt(cl, rev, false); !bytes.Equal(res.Review, want) || !bytes.Contains(res.Review, []byte("the team label is required")) {
+	if want := e.webhookAnswerAt(cl, rev, evaluator.Validating); !bytes.Equal(res.Review, want) || !bytes.Contains(res.Review, []byte("the team label is required")) {
 		t.Fatalf("review:\n%s\nwebhook:\n%s", res.Review, want)
 	}
 
@@ -77,14 +78,14 @@ func TestEvaluateChain(t *testing.T) {
 	if strings.Join(res.Evaluated, ",") != "mutate,validate" || res.Mutation == nil || res.Object == nil {
 		t.Fatalf("evaluated %v, mutation %v, object %s", res.Evaluated, res.Mutation, res.Object)
 	}
-	if want := e.webhookAnswerAt(cl, rev, true); !bytes.Equal(res.Mutation.Review, want) {
+	if want := e.webhookAnswerAt(cl, rev, evaluator.Mutating); !bytes.Equal(res.Mutation.Review, want) {
 		t.Fatalf("mutating review:\n%s\nwebhook:\n%s", res.Mutation.Review, want)
 	}
 	mutated, err := withObject(rev, res.Object)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := e.webhookAnswerAt(cl, mutated, false); !bytes.Equal(res.Review, want) || !bytes.Contains(res.Review, []byte(`"allowed":true`)) {
+	if want := e.webhookAnswerAt(cl, mutated, evaluator.Validating); !bytes.Equal(res.Review, want) || !bytes.Contains(res.Review, []byte(`"allowed":true`)) {
 		t.Fatalf("validating review:\n%s\nwebhook on the mutated object:\n%s", res.Review, want)
 	}
 	if len(res.Mutation.Trace) == 0 || len(res.Trace) == 0 {

@@ -18,7 +18,7 @@ import (
 // share, so that evaluations in a loop never take more than half of what
 // the tenant's clusters may use. A refusal is a 429 with Retry-After.
 // Without a limiter (tests of other routes) nothing is limited.
-func (s *Server) limitEvaluation(ctx context.Context, c *call) (release func(), _ []evaluator.ValidateOption, _ error) {
+func (s *Server) limitEvaluation(ctx context.Context, c *call) (release func(), _ []evaluator.Option, _ error) {
 	if s.Limiter == nil {
 		return func() {}, nil, nil
 	}
@@ -38,7 +38,7 @@ func (s *Server) limitEvaluation(ctx context.Context, c *call) (release func(), 
 	if cost <= 0 {
 		cost = math.MaxInt64
 	}
-	return release, []evaluator.ValidateOption{evaluator.WithCostLimit(cost)}, nil
+	return release, []evaluator.Option{evaluator.WithCostLimit(cost)}, nil
 }
 
 func retryAfter(c *call, wait time.Duration) {

@@ -15,6 +15,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 
 	"github.com/portcullis-dev/portcullis/internal/apiv1"
+	"github.com/portcullis-dev/portcullis/internal/evaluator"
 )
 
 func mutatingSample(t *testing.T) string {
@@ -160,7 +161,7 @@ func TestEvaluateMutates(t *testing.T) {
 	rev := review(t, "admission.k8s.io/v1", "shop", sample(t, "pod.json"))
 
 	res := e.evaluate(e.viewerA, "prod", apiv1.EvaluateRequest{Review: rev, Mutate: true})
-	if want := e.webhookAnswerAt(cl, rev, true); !bytes.Equal(res.Review, want) {
+	if want := e.webhookAnswerAt(cl, rev, evaluator.Mutating); !bytes.Equal(res.Review, want) {
 		t.Fatalf("evaluate review:\n%s\nwebhook:\n%s", res.Review, want)
 	}
 	var out struct {

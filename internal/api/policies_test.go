@@ -698,15 +698,15 @@ func review(t *testing.T, version, namespace string, object string) []byte {
 // cluster.
 func (e *env) webhookAnswer(cl tenancy.Cluster, rev []byte) []byte {
 	e.t.Helper()
-	return e.webhookAnswerAt(cl, rev, false)
+	return e.webhookAnswerAt(cl, rev, evaluator.Validating)
 }
 
-// webhookAnswerAt is webhookAnswer from /validate, or with mutating from
+// webhookAnswerAt is webhookAnswer from the webhook of kind: /validate or
 // /mutate.
-func (e *env) webhookAnswerAt(cl tenancy.Cluster, rev []byte, mutating bool) []byte {
+func (e *env) webhookAnswerAt(cl tenancy.Cluster, rev []byte, kind evaluator.Kind) []byte {
 	e.t.Helper()
 	h := &webhook.Handler{
-		Mutating: mutating,
+		Kind: kind,
 		Authenticate: func(*http.Request) (tenancy.Identity, error) {
 			return tenancy.Identity{TenantID: cl.TenantID, TenantName: "a", ClusterID: cl.ID, ClusterName: cl.Name, ClusterLabels: cl.Labels}, nil
 		},
@@ -715,11 +715,7 @@ func (e *env) webhookAnswerAt(cl tenancy.Cluster, rev []byte, mutating bool) []b
 		Metrics:    webhook.NewMetrics(prometheus.NewRegistry(), false),
 		Logger:     e.s.Logger,
 	}
-	path := "/t/a/validate"
-	if mutating {
-		path = "/t/a/mutate"
-	}
-	req := httptest.NewRequest("POST", path, bytes.NewReader(rev))
+	req := httptest.NewRequest("POST", "/t/a/"+kind.String(), bytes.NewReader(rev))
 	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)

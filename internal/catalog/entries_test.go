@@ -140,7 +140,7 @@ func TestBestPracticeEntries(t *testing.T) {
 		gv, _ := schema.ParseGroupVersion(obj["apiVersion"].(string))
 		req := &evaluator.Request{Kind: gv.WithKind(obj["kind"].(string)), Resource: gv.WithResource(c.resource), Operation: admissionregistrationv1.Create,
 			Name: "x", Namespace: obj["metadata"].(map[string]any)["namespace"].(string), Object: obj}
-		res := s.Validate(context.Background(), req, nil)
+		res := s.Evaluate(context.Background(), evaluator.Validating, req)
 		for _, br := range res.Bindings {
 			if br.Outcome == evaluator.OutcomeError {
 				t.Errorf("%s on %s: %s", c.entry, c.object, br.Error)

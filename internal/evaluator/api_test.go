@@ -109,7 +109,7 @@ func TestDeadline(t *testing.T) {
 			} else {
 				defer cancel()
 			}
-			res := s.Validate(ctx, podRequest("CREATE"), nil)
+			res := s.Evaluate(ctx, Validating, podRequest("CREATE"))
 			if res.Allowed != tc.allowed {
 				t.Fatalf("allowed = %v, want %v: %+v", res.Allowed, tc.allowed, res.Status)
 			}
@@ -129,7 +129,7 @@ func TestDeadlineInterruptsEvaluation(t *testing.T) {
 	s := Compile(Objects{Policies: pols(policy("p", validation(slow))), Bindings: binds(binding("b", "p"))}, CompileOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
-	res := s.Validate(ctx, podRequest("CREATE"), nil)
+	res := s.Evaluate(ctx, Validating, podRequest("CREATE"))
 	if res.Allowed || len(res.Bindings) != 1 {
 		t.Fatalf("result = %+v", res)
 	}
@@ -148,7 +148,7 @@ func TestTrace(t *testing.T) {
 		),
 		Bindings: binds(binding("ba", "a"), binding("bb", "b")),
 	}, CompileOptions{})
-	res := s.Validate(context.Background(), podRequest("CREATE"), nil, WithTrace())
+	res := s.Evaluate(context.Background(), Validating, podRequest("CREATE"), WithTrace())
 	if len(res.Trace) != 2 {
 		t.Fatalf("trace = %+v", res.Trace)
 	}
@@ -184,12 +184,12 @@ func TestConcurrentValidate(t *testing.T) {
 	objs, pod := loadBaseline(t)
 	s := Compile(objs, CompileOptions{})
 	ns := NamespaceMap{"shop": namespaceObj("shop", nil)}
-	want := s.Validate(context.Background(), baselineRequest(pod), ns)
+	want := s.Evaluate(context.Background(), Validating, baselineRequest(pod), WithNamespaces(ns))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 20 {
-				got := s.Validate(context.Background(), baselineRequest(pod), ns)
+				got := s.Evaluate(context.Background(), Validating, baselineRequest(pod), WithNamespaces(ns))
 				if !reflect.DeepEqual(got, want) {
 					t.Error("concurrent results differ")
 					return
@@ -246,7 +246,7 @@ func TestBaselineViolations(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := s.Validate(context.Background(), baselineRequest(tc.obj), ns)
+			res := s.Evaluate(context.Background(), Validating, baselineRequest(tc.obj), WithNamespaces(ns))
 			if res.Allowed || res.Status.Message != tc.msg || res.Status.Reason != tc.reason {
 				b, _ := json.Marshal(res.Status)
 				t.Fatalf("got %s\nwant %q (%s)", b, tc.msg, tc.reason)
@@ -256,7 +256,7 @@ func TestBaselineViolations(t *testing.T) {
 	t.Run("too many replicas", func(t *testing.T) {
 		req := &Request{Kind: deployGVK, Resource: deployGVR, Name: "api", Namespace: "shop", Operation: "CREATE",
 			Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "api"}, "spec": map[string]any{"replicas": int64(51)}}}
-		res := s.Validate(context.Background(), req, ns)
+		res := s.Evaluate(context.Background(), Validating, req, WithNamespaces(ns))
 		want := "deployments.apps \"api\" is forbidden: ValidatingAdmissionPolicy 'baseline-max-replicas' with binding 'baseline-max-replicas' denied request: replicas must be at most 50, got 51"
 		if res.Allowed || res.Status.Message != want {
 			t.Fatalf("got %+v", res.Status)

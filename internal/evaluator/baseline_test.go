@@ -96,7 +96,7 @@ func TestBaselinePodPasses(t *testing.T) {
 	if errs := s.CompileErrors(); len(errs) != 0 {
 		t.Fatalf("compile errors: %v", errs)
 	}
-	res := s.Validate(context.Background(), baselineRequest(pod), NamespaceMap{"shop": namespaceObj("shop", nil)})
+	res := s.Evaluate(context.Background(), Validating, baselineRequest(pod), WithNamespaces(NamespaceMap{"shop": namespaceObj("shop", nil)}))
 	if !res.Allowed || len(res.Warnings) != 0 || len(res.AuditAnnotations) != 0 {
 		t.Fatalf("baseline pod: allowed=%v status=%+v warnings=%v", res.Allowed, res.Status, res.Warnings)
 	}
@@ -191,12 +191,12 @@ func BenchmarkValidateBaseline(b *testing.B) {
 			s := Compile(o, CompileOptions{})
 			req := baselineRequest(pod)
 			ctx := context.Background()
-			if res := s.Validate(ctx, req, ns); !res.Allowed {
+			if res := s.Evaluate(ctx, Validating, req, WithNamespaces(ns)); !res.Allowed {
 				b.Fatalf("denied: %+v", res.Status)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				s.Validate(ctx, req, ns)
+				s.Evaluate(ctx, Validating, req, WithNamespaces(ns))
 			}
 		})
 	}

@@ -93,7 +93,7 @@ func TestMutateScale(t *testing.T) {
 				MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
 			r := &Request{Kind: gvk, Resource: gvr, SubResource: "scale", RequestKind: gvk, RequestResource: gvr, RequestSubResource: "scale",
 				Namespace: "default", Name: "web", Operation: "UPDATE", Object: scale, OldObject: scale}
-			res := s.Mutate(context.Background(), r, nil)
+			res := s.Evaluate(context.Background(), Mutating, r)
 			if tc.wantDeny != "" {
 				if res.Allowed || res.Status == nil || !strings.Contains(res.Status.Message, tc.wantDeny) {
 					t.Fatalf("want a denial with %q, got %+v", tc.wantDeny, res.Status)

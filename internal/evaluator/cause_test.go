@@ -69,8 +69,8 @@ func TestBindingResultCause(t *testing.T) {
 			} else {
 				defer cancel()
 			}
-			for _, opts := range [][]ValidateOption{nil, {WithTrace()}} {
-				res := s.Validate(ctx, podRequest("CREATE"), ns, opts...)
+			for _, opts := range [][]Option{nil, {WithTrace()}} {
+				res := s.Evaluate(ctx, Validating, podRequest("CREATE"), append(opts, WithNamespaces(ns))...)
 				if len(res.Bindings) != 1 {
 					t.Fatalf("bindings = %+v", res.Bindings)
 				}

@@ -40,7 +40,7 @@ func TestClusterSelectorLimitsABinding(t *testing.T) {
 		{"no labels", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := s.Validate(context.Background(), podRequest("CREATE", onCluster(tc.labels)), nil, WithTrace())
+			res := s.Evaluate(context.Background(), Validating, podRequest("CREATE", onCluster(tc.labels)), WithTrace())
 			if res.Allowed != tc.allowed {
 				t.Fatalf("allowed = %v, want %v (%v)", res.Allowed, tc.allowed, res.Status)
 			}
@@ -81,7 +81,7 @@ func TestClusterSelectorForms(t *testing.T) {
 			Policies: []*admissionregistrationv1.ValidatingAdmissionPolicy{policy("deny-all", validation("false"))},
 			Bindings: []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{binding("b", "deny-all", clusterSelector(tc.sel))},
 		}
-		res := Compile(objs, CompileOptions{}).Validate(context.Background(), podRequest("CREATE", onCluster(tc.labels)), nil)
+		res := Compile(objs, CompileOptions{}).Evaluate(context.Background(), Validating, podRequest("CREATE", onCluster(tc.labels)))
 		if applied := !res.Allowed; applied != tc.want {
 			t.Errorf("selector %q on %v: applied = %v, want %v", tc.sel, tc.labels, applied, tc.want)
 		}
@@ -101,7 +101,7 @@ func TestMalformedClusterSelector(t *testing.T) {
 	if len(errs) != 1 || errs[0].Field != "metadata.annotations[portcullis.dev/cluster-selector]" {
 		t.Fatalf("compile errors %v, want one on the annotation", errs)
 	}
-	res := s.Validate(context.Background(), podRequest("CREATE", onCluster(map[string]string{"env": "prod"})), nil)
+	res := s.Evaluate(context.Background(), Validating, podRequest("CREATE", onCluster(map[string]string{"env": "prod"})))
 	if !res.Allowed || len(res.Bindings) != 1 || res.Bindings[0].Outcome != OutcomeClusterSkipped {
 		t.Fatalf("allowed %v, bindings %+v: want the binding skipped", res.Allowed, res.Bindings)
 	}
@@ -120,7 +120,7 @@ func TestClusterSelectorOnAMutatingBinding(t *testing.T) {
 	for env, wantPatch := range map[string]bool{"prod": true, "dev": false} {
 		req := mutatePodRequest()
 		req.ClusterLabels = map[string]string{"env": env}
-		res := s.Mutate(context.Background(), req, nil)
+		res := s.Evaluate(context.Background(), Mutating, req)
 		if !res.Allowed || (res.Patch != nil) != wantPatch {
 			t.Errorf("env=%s: allowed %v, patch %s; want a patch: %v", env, res.Allowed, res.Patch, wantPatch)
 		}

@@ -58,6 +58,6 @@ func (rc *reqCtx) charge(usual, given, remaining int64) {
 // WithCostLimit bounds the CEL cost of the whole request, summed over its
 // bindings, to limit (no bound when limit <= 0). Result.CostLimitExceeded
 // says when the limit, not a per-evaluation budget, stopped an evaluation.
-func WithCostLimit(limit int64) ValidateOption {
-	return func(c *validateConfig) { c.costLimit = limit }
+func WithCostLimit(limit int64) Option {
+	return func(c *evalConfig) { c.costLimit = limit }
 }

@@ -24,7 +24,7 @@ func TestCostLimitSpansTheRequest(t *testing.T) {
 	}, CompileOptions{})
 	req := widgetWithTags(1000)
 	ns := NamespaceMap{"default": namespaceObj("default", nil)}
-	traced := s.Validate(context.Background(), req, ns, WithTrace())
+	traced := s.Evaluate(context.Background(), Validating, req, WithNamespaces(ns), WithTrace())
 	if !traced.Allowed || traced.CostLimitExceeded {
 		t.Fatalf("without a limit: %+v", traced.Status)
 	}
@@ -34,26 +34,26 @@ func TestCostLimitSpansTheRequest(t *testing.T) {
 	}
 
 	for _, exact := range []bool{false, true} {
-		var opts []ValidateOption
+		var opts []Option
 		if exact {
-			opts = append(opts, func(c *validateConfig) { c.exact = true })
+			opts = append(opts, func(c *evalConfig) { c.exact = true })
 		}
 		// Two bindings fit; the third (Ignore) runs out and is ignored.
-		res := s.Validate(context.Background(), req, ns, append(opts, WithCostLimit(2*one+one/2))...)
+		res := s.Evaluate(context.Background(), Validating, req, append(opts, WithNamespaces(ns), WithCostLimit(2*one+one/2))...)
 		if !res.Allowed || !res.CostLimitExceeded || res.Bindings[2].Error == "" ||
 			!strings.Contains(res.Bindings[2].Error, "running out of cost budget") {
 			t.Fatalf("exact=%v, limit 2.5 evaluations: %+v %+v", exact, res.Status, res.Bindings)
 		}
 		// One fits; the second (Fail) runs out and denies, as the
 		// apiserver words it.
-		res = s.Validate(context.Background(), req, ns, append(opts, WithCostLimit(one+one/2))...)
+		res = s.Evaluate(context.Background(), Validating, req, append(opts, WithNamespaces(ns), WithCostLimit(one+one/2))...)
 		if res.Allowed || !res.CostLimitExceeded ||
 			!strings.Contains(res.Status.Message, "validation failed due to running out of cost budget, no further validation rules will be run") {
 			t.Fatalf("exact=%v, limit 1.5 evaluations: %+v", exact, res.Status)
 		}
 	}
 	// A limit the request stays within changes nothing.
-	if res := s.Validate(context.Background(), req, ns, WithCostLimit(10*one)); !res.Allowed || res.CostLimitExceeded {
+	if res := s.Evaluate(context.Background(), Validating, req, WithNamespaces(ns), WithCostLimit(10*one)); !res.Allowed || res.CostLimitExceeded {
 		t.Fatalf("within the limit: %+v", res.Status)
 	}
 }
@@ -65,11 +65,11 @@ func TestCostLimitSpansAMutation(t *testing.T) {
 	p, b := newMAP("p", "", applyConfig(`Object{metadata: Object.metadata{labels: {"team": "a"}}}`))
 	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
 		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
-	if res := s.Mutate(context.Background(), mutatePodRequest(), nil, WithCostLimit(1_000_000)); !res.Allowed ||
+	if res := s.Evaluate(context.Background(), Mutating, mutatePodRequest(), WithCostLimit(1_000_000)); !res.Allowed ||
 		res.CostLimitExceeded || len(res.Patch) == 0 {
 		t.Fatalf("within the limit: %+v %s", res.Status, res.Patch)
 	}
-	res := s.Mutate(context.Background(), mutatePodRequest(), nil, WithCostLimit(1))
+	res := s.Evaluate(context.Background(), Mutating, mutatePodRequest(), WithCostLimit(1))
 	if res.Allowed || !res.CostLimitExceeded || !strings.Contains(res.Status.Message, "running out of cost budget") {
 		t.Fatalf("over the limit: %+v", res.Status)
 	}

@@ -18,8 +18,8 @@ import (
 )
 
 // CRDSchemaLookup is the part of a cluster's inventory that holds its
-// CustomResourceDefinitions whole. Mutate uses it, when the
-// NamespaceLookup it is given implements it too, for the server-side-apply
+// CustomResourceDefinitions whole. Mutating evaluation uses it, when the
+// NamespaceLookup it is given (WithNamespaces) implements it too, for the server-side-apply
 // merges of custom resources.
 type CRDSchemaLookup interface {
 	// CRDObject returns the CRD that serves gr as uploaded (its JSON, which

@@ -94,7 +94,7 @@ func TestMutateCustomResource(t *testing.T) {
 			}
 			s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
 				MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
-			res := s.Mutate(context.Background(), gadgetRequest(), tc.inv)
+			res := s.Evaluate(context.Background(), Mutating, gadgetRequest(), WithNamespaces(tc.inv))
 			if res.MissingCRD != tc.missingCRD {
 				t.Errorf("MissingCRD = %v, want %v", res.MissingCRD, tc.missingCRD)
 			}

@@ -9,8 +9,8 @@ import (
 )
 
 // CRDLookup is the part of a cluster's inventory that knows its
-// CustomResourceDefinitions. Validate uses it when the NamespaceLookup it
-// is given implements it too, so that the one inventory value the webhook
+// CustomResourceDefinitions. Validating evaluation uses it when the
+// NamespaceLookup it is given (WithNamespaces) implements it too, so that the one inventory value the webhook
 // hands over serves both.
 type CRDLookup interface {
 	// CRDConversion returns the conversion strategy of the CRD that serves

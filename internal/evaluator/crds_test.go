@@ -135,7 +135,7 @@ func TestConvertedCustomResource(t *testing.T) {
 			s := Compile(Objects{Policies: tc.policies, Bindings: tc.bindings}, CompileOptions{})
 			req := tc.req
 			before := req.Object["apiVersion"]
-			got := s.Validate(context.Background(), req, tc.inv)
+			got := s.Evaluate(context.Background(), Validating, req, WithNamespaces(tc.inv))
 			checkResult(t, got, tc.want)
 			if got.MissingCRD != tc.missingCRD {
 				t.Errorf("MissingCRD = %v, want %v", got.MissingCRD, tc.missingCRD)
@@ -145,7 +145,7 @@ func TestConvertedCustomResource(t *testing.T) {
 			}
 			// cel-go alone (tracing turns the fast interpreter off) must
 			// give the same answer.
-			traced := s.Validate(context.Background(), req, tc.inv, WithTrace())
+			traced := s.Evaluate(context.Background(), Validating, req, WithNamespaces(tc.inv), WithTrace())
 			traced.Trace = nil
 			if !reflect.DeepEqual(stripTrace(got), traced) {
 				t.Errorf("traced result differs:\n got %+v\nwant %+v", traced, got)

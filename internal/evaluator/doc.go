@@ -1,7 +1,8 @@
 // Package evaluator compiles a tenant's ValidatingAdmissionPolicies,
 // MutatingAdmissionPolicies, their bindings and params into an immutable,
 // indexed Snapshot (Compile) and evaluates admission requests against it
-// (Snapshot.Validate, Snapshot.Mutate) with the semantics of the
+// (Snapshot.Evaluate, as the Validating or the Mutating kind) with the
+// semantics of the
 // kube-apiserver ValidatingAdmissionPolicy and MutatingAdmissionPolicy
 // plugins (k8s.io/apiserver v0.37.x). It is pure: no database, no HTTP.
 //
@@ -76,7 +77,7 @@
 // whatever the failurePolicy. Policies run in name order, then bindings in
 // name order, then params in (namespace, name) order; the plugin's own
 // order is that of its informers' maps, which is not defined, so this is
-// one of the orders it may take. Mutate returns the object after the
+// one of the orders it may take. A Mutating evaluation returns the object after the
 // admission chain's second pass, in which the plugin re-runs the
 // reinvocationPolicy IfNeeded invocations that reached their mutations in
 // the first, when any mutation in the first pass was applied (even one
@@ -133,7 +134,7 @@
 //     the webhook received it in (matchPolicy Equivalent) cannot have its
 //     object converted here: the failurePolicy decides ("failed to convert
 //     object version").
-//   - Reinvocation across webhooks. Mutate answers one webhook call with
+//   - Reinvocation across webhooks. A Mutating evaluation answers one webhook call with
 //     both of the plugin's passes. When the apiserver calls the webhook
 //     again because another webhook changed the object afterwards, the
 //     gateway evaluates that request afresh, both passes again, where the

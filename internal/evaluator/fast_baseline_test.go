@@ -97,7 +97,7 @@ func TestValidateConcurrently(t *testing.T) {
 	bad["spec"].(map[string]any)["hostNetwork"] = true
 	want := map[bool]*Result{}
 	for _, p := range []map[string]any{pod, bad} {
-		want[p["spec"].(map[string]any)["hostNetwork"] == true] = s.Validate(context.Background(), baselineRequest(p), nil)
+		want[p["spec"].(map[string]any)["hostNetwork"] == true] = s.Evaluate(context.Background(), Validating, baselineRequest(p))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
@@ -110,7 +110,7 @@ func TestValidateConcurrently(t *testing.T) {
 				if isBad {
 					p = bad
 				}
-				if got := s.Validate(context.Background(), baselineRequest(p), nil); !reflect.DeepEqual(got, want[isBad]) {
+				if got := s.Evaluate(context.Background(), Validating, baselineRequest(p)); !reflect.DeepEqual(got, want[isBad]) {
 					errs <- fmt.Sprintf("goroutine %d, request %d: %+v", g, i, got.Status)
 					return
 				}

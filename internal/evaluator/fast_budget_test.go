@@ -25,8 +25,8 @@ func widgetWithTags(n int) *Request {
 func validateBoth(t *testing.T, s *Snapshot, req *Request) *Result {
 	t.Helper()
 	ns := NamespaceMap{"default": namespaceObj("default", nil)}
-	fast := s.Validate(context.Background(), req, ns)
-	exact := s.Validate(context.Background(), req, ns, func(c *validateConfig) { c.exact = true })
+	fast := s.Evaluate(context.Background(), Validating, req, WithNamespaces(ns))
+	exact := s.Evaluate(context.Background(), Validating, req, WithNamespaces(ns), func(c *evalConfig) { c.exact = true })
 	if !reflect.DeepEqual(fast, exact) {
 		t.Fatalf("fast path result differs from the exact one:\n fast %+v\nexact %+v", fast, exact)
 	}
@@ -70,7 +70,7 @@ func TestFastPathBudgetIsDecidedByExactCosts(t *testing.T) {
 	var actual int64
 	for k := 90; k < 130 && n == 0; k++ {
 		e := "object.spec.tags.all(a, a.matches('^t" + strings.Repeat("(x)?", k) + "'))"
-		traced := compile(e, 1).Validate(context.Background(), req, nil, WithTrace())
+		traced := compile(e, 1).Evaluate(context.Background(), Validating, req, WithTrace())
 		a := traced.Trace[0].Bindings[0].Validations[0].Cost
 		_, bound, ok := fastProgramForTest(t, e).Eval(&fastEnvStub{object: req.Object})
 		if !ok {

@@ -20,7 +20,7 @@ func ExactReevaluations() int64 { return fastRedos.Load() }
 
 // outOfBudget is the plugin's out-of-budget error. With the fast
 // interpreter the budget holds upper bounds, not costs, so the request is
-// evaluated again exactly instead (Snapshot.Validate).
+// evaluated again exactly instead (Snapshot.Evaluate).
 func (f *frame) outOfBudget() error {
 	if f.fast {
 		f.rc.redo = true

@@ -94,12 +94,12 @@ func FuzzCompileAndValidate(f *testing.F) {
 		for _, req := range reqs {
 			req.Namespace = ns
 			nsm := NamespaceMap{"n": namespaceObj("n", map[string]string{"a": "b"})}
-			res := s.Validate(context.Background(), req, nsm, WithTrace())
+			res := s.Evaluate(context.Background(), Validating, req, WithNamespaces(nsm), WithTrace())
 			if res.Allowed != (res.Status == nil) || res.Allowed != (len(res.Denials) == 0) {
 				t.Fatalf("inconsistent result: %+v", res)
 			}
-			fast := s.Validate(context.Background(), req, nsm)
-			exact := s.Validate(context.Background(), req, nsm, func(c *validateConfig) { c.exact = true })
+			fast := s.Evaluate(context.Background(), Validating, req, WithNamespaces(nsm))
+			exact := s.Evaluate(context.Background(), Validating, req, WithNamespaces(nsm), func(c *evalConfig) { c.exact = true })
 			if !reflect.DeepEqual(fast, exact) {
 				t.Fatalf("fast path result differs (%v):\n fast %+v\nexact %+v", req.Kind, fast, exact)
 			}

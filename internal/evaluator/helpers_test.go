@@ -295,11 +295,11 @@ func runEvalCases(t *testing.T, cases []evalCase) {
 			if ns == nil {
 				ns = NamespaceMap{"default": namespaceObj("default", nil)}
 			}
-			got := s.Validate(context.Background(), tc.req, ns)
+			got := s.Evaluate(context.Background(), Validating, tc.req, WithNamespaces(ns))
 			checkResult(t, got, tc.want)
 			// The traced path evaluates every policy without the index and
 			// must give the same answer.
-			traced := s.Validate(context.Background(), tc.req, ns, WithTrace())
+			traced := s.Evaluate(context.Background(), Validating, tc.req, WithNamespaces(ns), WithTrace())
 			traced.Trace = nil
 			if !reflect.DeepEqual(stripTrace(got), traced) {
 				t.Errorf("traced result differs:\n got %+v\nwant %+v", traced, got)

@@ -34,14 +34,14 @@ func TestProgramsArePlannedOnFirstUse(t *testing.T) {
 	two := podRequest("CREATE")
 	two.Object = pod("web", nil, "a:1", "b:1")
 	for _, req := range []*Request{podRequest("CREATE"), two} {
-		fast := s.Validate(context.Background(), req, nil)
-		exact := s.Validate(context.Background(), req, nil, WithTrace()) // cel-go: plans the programs
+		fast := s.Evaluate(context.Background(), Validating, req)
+		exact := s.Evaluate(context.Background(), Validating, req, WithTrace()) // cel-go: plans the programs
 		if fast.Allowed != exact.Allowed || (fast.Status == nil) != (exact.Status == nil) ||
 			(fast.Status != nil && fast.Status.Message != exact.Status.Message) {
 			t.Fatalf("fast path %v %v, cel-go %v %v", fast.Allowed, fast.Status, exact.Allowed, exact.Status)
 		}
 	}
-	if exact := s.Validate(context.Background(), two, nil, WithTrace()); exact.Allowed || exact.Status == nil {
+	if exact := s.Evaluate(context.Background(), Validating, two, WithTrace()); exact.Allowed || exact.Status == nil {
 		t.Fatal("two containers passed")
 	}
 	for _, ce := range exprs {
@@ -79,7 +79,7 @@ func TestRedefinedVariableIsPlannedWithTheEarlierDefinition(t *testing.T) {
 	if _, err := ce.program(); err != nil {
 		t.Fatalf("planning the deferred program: %v", err)
 	}
-	res := s.Validate(context.Background(), podRequest("CREATE"), nil)
+	res := s.Evaluate(context.Background(), Validating, podRequest("CREATE"))
 	const want = `composited variable "v0" fails to evaluate: no such key: missing`
 	if res.Allowed || res.Status == nil || !strings.Contains(res.Status.Message, want) {
 		t.Fatalf("got allowed %v, %+v; want a denial with %q", res.Allowed, res.Status, want)

@@ -46,7 +46,7 @@ type mutator struct {
 // invKey identifies an invocation for reinvocation, as the plugin's key.
 type invKey struct{ policy, binding, param string }
 
-// mutationState is what lasts across the two passes of one Mutate call:
+// mutationState is what lasts across the two passes of one mutating evaluation:
 // the object as the attributes hold it and the reinvocation context.
 type mutationState struct {
 	obj, old runtime.Object
@@ -83,19 +83,15 @@ func (st *mutationState) requireReinvoking() {
 	st.previously = nil
 }
 
-// Mutate evaluates one request against the snapshot's
+// mutate evaluates one request against the snapshot's
 // MutatingAdmissionPolicies and returns the final object as a JSON patch.
 // It runs the plugin's first pass and, when the plugin asks for it, the
 // admission chain's second pass, in which the plugin re-runs the
 // reinvocationPolicy IfNeeded invocations; the answer is the object after
 // both. Policies run in name order, then their bindings in name order,
-// then each binding's params in the order collectParams lists them. ns
-// may be nil, in which case every namespace is unknown.
-func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup, opts ...ValidateOption) *Result {
-	var cfg validateConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
+// then each binding's params in the order collectParams lists them.
+func (s *Snapshot) mutate(ctx context.Context, req *Request, cfg *evalConfig) *Result {
+	ns := cfg.ns
 	r := normalizeRequest(req)
 	res := &Result{Allowed: true}
 	switch r.Operation {
@@ -113,7 +109,7 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 	if fastEligible(r) {
 		st := &mutationState{}
 		if st.loadFast(r) {
-			if res, ok := s.mutate(ctx, r, ns, st, candidates, cfg); ok {
+			if res, ok := s.mutatePasses(ctx, r, ns, st, candidates, cfg); ok {
 				fastMutations.Add(1)
 				return res
 			}
@@ -125,13 +121,13 @@ func (s *Snapshot) Mutate(ctx context.Context, req *Request, ns NamespaceLookup,
 		res.Allowed, res.Status = false, &err.ErrStatus
 		return res
 	}
-	res, _ = s.mutate(ctx, r, ns, st, candidates, cfg)
+	res, _ = s.mutatePasses(ctx, r, ns, st, candidates, cfg)
 	return res
 }
 
-// mutate runs the passes of Mutate on the loaded objects; false when the
-// fast path declined.
-func (s *Snapshot) mutate(ctx context.Context, r *Request, ns NamespaceLookup, st *mutationState, candidates []int, cfg validateConfig) (*Result, bool) {
+// mutatePasses runs the passes of mutate on the loaded objects; false when
+// the fast path declined.
+func (s *Snapshot) mutatePasses(ctx context.Context, r *Request, ns NamespaceLookup, st *mutationState, candidates []int, cfg *evalConfig) (*Result, bool) {
 	res := &Result{Allowed: true}
 	first := st.obj
 	m := newMutator(ctx, s, r, ns, st, res, cfg.trace, false)

@@ -95,7 +95,7 @@ func TestMutateSmoke(t *testing.T) {
 			if errs := s.CompileErrors(); len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			res := s.Mutate(context.Background(), mutatePodRequest(), nil)
+			res := s.Evaluate(context.Background(), Mutating, mutatePodRequest())
 			if tc.wantDeny != "" {
 				if res.Allowed || !strings.Contains(res.Status.Message, tc.wantDeny) {
 					t.Fatalf("want a denial with %q, got %+v %+v", tc.wantDeny, res.Status, res.Bindings)
@@ -143,7 +143,7 @@ func TestMutatingCompileErrors(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// The policy still loads: its errors follow its failurePolicy.
-	res := s.Mutate(context.Background(), mutatePodRequest(), nil)
+	res := s.Evaluate(context.Background(), Mutating, mutatePodRequest())
 	if res.Allowed || res.Status == nil || res.Status.Code != 403 {
 		t.Fatalf("want a 403 denial, got %+v", res)
 	}
@@ -157,7 +157,7 @@ func TestMutateSkipsDelete(t *testing.T) {
 		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
 	r := mutatePodRequest()
 	r.Operation, r.OldObject, r.Object = "DELETE", r.Object, nil
-	if res := s.Mutate(context.Background(), r, nil); !res.Allowed || res.Patch != nil || len(res.Bindings) != 0 {
+	if res := s.Evaluate(context.Background(), Mutating, r); !res.Allowed || res.Patch != nil || len(res.Bindings) != 0 {
 		t.Fatalf("DELETE mutated: %+v", res)
 	}
 }
@@ -168,7 +168,7 @@ func TestMutateTrace(t *testing.T) {
 	p.Spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "always", Expression: "true"}}
 	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
 		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
-	res := s.Mutate(context.Background(), mutatePodRequest(), nil, WithTrace())
+	res := s.Evaluate(context.Background(), Mutating, mutatePodRequest(), WithTrace())
 	if !res.Allowed || res.Patch == nil || len(res.Trace) != 2 {
 		t.Fatalf("want a patch and a trace of two passes, got %+v", res)
 	}
@@ -185,13 +185,13 @@ func TestMutateConcurrent(t *testing.T) {
 		jsonPatch(`[JSONPatch{op: "add", path: "/spec/containers/-", value: Object.spec.containers{name: "c" + string(size(object.spec.containers)), image: "y"}}]`))
 	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
 		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
-	want := string(s.Mutate(context.Background(), mutatePodRequest(), nil).Patch)
+	want := string(s.Evaluate(context.Background(), Mutating, mutatePodRequest()).Patch)
 	done := make(chan string)
 	for range 4 {
 		go func() {
 			var got string
 			for range 20 {
-				got = string(s.Mutate(context.Background(), mutatePodRequest(), nil).Patch)
+				got = string(s.Evaluate(context.Background(), Mutating, mutatePodRequest()).Patch)
 				if got != want {
 					break
 				}
@@ -217,7 +217,7 @@ func TestMutateTraceMutations(t *testing.T) {
 	p.Spec.FailurePolicy = &ignore
 	s := Compile(Objects{MutatingPolicies: []*admissionregistrationv1.MutatingAdmissionPolicy{p},
 		MutatingBindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}}, CompileOptions{})
-	res := s.Mutate(context.Background(), mutatePodRequest(), nil, WithTrace())
+	res := s.Evaluate(context.Background(), Mutating, mutatePodRequest(), WithTrace())
 	if !res.Allowed || res.Patch == nil || len(res.Trace) != 2 {
 		t.Fatalf("want a patch and a trace of two passes, got %+v", res)
 	}

@@ -26,7 +26,7 @@ func (m *mutator) traceMutation(bt *bindingTracer, i int, cm *compiledMutation, 
 	bt.Mutations = append(bt.Mutations, mt)
 }
 
-// markReinvoked marks the traces of Mutate's second pass.
+// markReinvoked marks the traces of a mutating evaluation's second pass.
 func markReinvoked(pts []PolicyTrace) {
 	for i := range pts {
 		pts[i].Reinvoked = true

@@ -37,7 +37,7 @@ import (
 // version of the object is first read that way.
 //
 // Whatever the fast path is not sure to do as the plugin does makes it
-// decline, and Mutate evaluates the request again on the exact path from
+// decline, and mutate evaluates the request again on the exact path from
 // the start, so that exactness never depends on what the fast path
 // covers.
 
@@ -45,7 +45,7 @@ import (
 // answered and those it gave up for the exact path.
 var fastMutations, fastMutationDeclines atomic.Int64
 
-// FastMutationCounts returns how many Mutate calls the fast path answered
+// FastMutationCounts returns how many mutating evaluations the fast path answered
 // and how many it declined (evaluated again exactly), for tests and
 // benchmarks to see the path they exercise.
 func FastMutationCounts() (fast, declined int64) {

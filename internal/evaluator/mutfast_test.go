@@ -27,11 +27,11 @@ func TestMutateFastConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			patches[i] = s.Mutate(context.Background(), mutatePodRequest(), nil).Patch
+			patches[i] = s.Evaluate(context.Background(), Mutating, mutatePodRequest()).Patch
 		}()
 	}
 	wg.Wait()
-	want := s.Mutate(context.Background(), mutatePodRequest(), nil).Patch
+	want := s.Evaluate(context.Background(), Mutating, mutatePodRequest()).Patch
 	if want == nil {
 		t.Fatal("no patch")
 	}

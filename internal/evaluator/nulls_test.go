@@ -30,8 +30,8 @@ func TestExplicitNullsAnswerAsTheView(t *testing.T) {
 			if errs := s.CompileErrors(); len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			fast := s.Validate(context.Background(), tc.req, nil)
-			exact := s.Validate(context.Background(), tc.req, nil, WithTrace()) // cel-go alone
+			fast := s.Evaluate(context.Background(), Validating, tc.req)
+			exact := s.Evaluate(context.Background(), Validating, tc.req, WithTrace()) // cel-go alone
 			if fast.Allowed != tc.allowed || exact.Allowed != tc.allowed {
 				t.Fatalf("allowed: fast path %v (%v), cel-go %v (%v); want %v", fast.Allowed, fast.Status, exact.Allowed, exact.Status, tc.allowed)
 			}

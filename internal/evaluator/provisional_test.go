@@ -75,7 +75,7 @@ func TestProvisionalNamespaceOnlyTightens(t *testing.T) {
 			if tt.provisional != nil {
 				m.provisional["default"] = tt.provisional
 			}
-			res := s.Validate(context.Background(), podRequest("CREATE"), m)
+			res := s.Evaluate(context.Background(), Validating, podRequest("CREATE"), WithNamespaces(m))
 			if res.Allowed != tt.wantAllowed || (res.UnknownNamespace != "") != tt.wantUnknown ||
 				res.PendingNamespace != (tt.wantUnknown && tt.committed != nil) {
 				t.Fatalf("allowed %v, unknown namespace %q (pending %v); want allowed %v, unknown %v", res.Allowed, res.UnknownNamespace, res.PendingNamespace, tt.wantAllowed, tt.wantUnknown)

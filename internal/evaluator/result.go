@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Result is the outcome of one Validate or Mutate call.
+// Result is the outcome of one Snapshot.Evaluate call.
 type Result struct {
 	Allowed bool
 	// MissingCRD is set when a binding needed the CustomResourceDefinition
@@ -16,10 +16,10 @@ type Result struct {
 	// the inventory lacks it. A bool next to
 	// Allowed takes no room: a string made every Result 16 bytes bigger.
 	MissingCRD bool
-	// Patch is, for Mutate, an RFC 6902 JSON patch that turns the
+	// Patch is, for Mutating, an RFC 6902 JSON patch that turns the
 	// request's object into Object; nil when the object did not change.
 	Patch []byte
-	// Object is, for Mutate, the final object when it changed.
+	// Object is, for Mutating, the final object when it changed.
 	Object map[string]any
 	// Status is nil when allowed; otherwise exactly what the apiserver's
 	// plugin returns (admission.NewForbidden wrapping, code/reason from the
@@ -174,18 +174,4 @@ type Denial struct {
 	Binding string // empty for a policy-level configuration error
 	Message string
 	Reason  metav1.StatusReason
-}
-
-// ValidateOption tunes one Validate call.
-type ValidateOption func(*validateConfig)
-
-type validateConfig struct {
-	trace     bool
-	exact     bool // no fast interpreter; the tests compare the two
-	costLimit int64
-}
-
-// WithTrace asks Validate to fill Result.Trace.
-func WithTrace() ValidateOption {
-	return func(c *validateConfig) { c.trace = true }
 }

@@ -18,7 +18,7 @@ type Snapshot struct {
 	compileErrors []CompileError
 	stats         Stats
 	// mutating are the MutatingAdmissionPolicies, apart from the
-	// validating ones: they are dispatched by Mutate only.
+	// validating ones: only the Mutating kind evaluates them.
 	mutating hookSet
 }
 

@@ -11,7 +11,7 @@ type PolicyTrace struct {
 	Matched  bool
 	Reason   string // why it did not match, or its configuration error
 	Bindings []BindingTrace
-	// Reinvoked marks, for Mutate, the traces of the second pass, where
+	// Reinvoked marks, for Mutating, the traces of the second pass, where
 	// only the reinvocationPolicy IfNeeded invocations run again.
 	Reinvoked bool
 }
@@ -62,7 +62,7 @@ type ExpressionTrace struct {
 	Cost       int64
 }
 
-// The tracers fill Result.Trace when Validate is asked to (WithTrace).
+// The tracers fill Result.Trace when an evaluation is asked to (WithTrace).
 // Every method of a nil tracer does nothing, so that the evaluation reads
 // the same whether it is traced or not.
 type (

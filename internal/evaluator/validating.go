@@ -83,17 +83,12 @@ type auditResult struct {
 	cause  Cause
 }
 
-// Validate evaluates one request against the snapshot. ns may be nil, in
-// which case every namespace is unknown; when it is also a CRDLookup, a
-// custom resource the apiserver converted for the webhook is presented in
-// the version a policy matched, where its CRD allows (crds.go). Cancelling ctx (or its deadline)
-// interrupts CEL evaluation; each unfinished binding then follows its
-// failurePolicy and its BindingResult says Timeout.
-func (s *Snapshot) Validate(ctx context.Context, req *Request, ns NamespaceLookup, opts ...ValidateOption) *Result {
-	var cfg validateConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
+// validate evaluates one request against the ValidatingAdmissionPolicies.
+// When the inventory (WithNamespaces) is also a CRDLookup, a custom
+// resource the apiserver converted for the webhook is presented in the
+// version a policy matched, where its CRD allows (crds.go).
+func (s *Snapshot) validate(ctx context.Context, req *Request, cfg *evalConfig) *Result {
+	ns := cfg.ns
 	r := normalizeRequest(req)
 	if admissionConfigResources[r.RequestResource.GroupResource()] {
 		return &Result{Allowed: true}

@@ -158,7 +158,7 @@ func TestCandidateSnapshotAndDryRunDelete(t *testing.T) {
 			"metadata": map[string]any{"name": "d", "namespace": "prod"}, "spec": map[string]any{"replicas": int64(7)}},
 	}
 	allowed := func(snap *Snapshot) bool {
-		return snap.Compiled.Validate(ctx, req, evaluator.NamespaceMap{}).Allowed
+		return snap.Compiled.Evaluate(ctx, evaluator.Validating, req, evaluator.WithNamespaces(evaluator.NamespaceMap{})).Allowed
 	}
 	live, err := s.CandidateSnapshot(ctx, tenant, nil, false)
 	if err != nil || live.Version != 2 || allowed(live) {

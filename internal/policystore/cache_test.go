@@ -93,7 +93,7 @@ func deployment(replicas int64) *evaluator.Request {
 
 func allowed(t *testing.T, s *Snapshot, replicas int64) bool {
 	t.Helper()
-	return s.Compiled.Validate(context.Background(), deployment(replicas), evaluator.NamespaceMap{}).Allowed
+	return s.Compiled.Evaluate(context.Background(), evaluator.Validating, deployment(replicas), evaluator.WithNamespaces(evaluator.NamespaceMap{})).Allowed
 }
 
 func TestMissLoadsOnceThenHits(t *testing.T) {

@@ -244,7 +244,7 @@ func TestSnapshotMutatesWithStoredMutatingPolicies(t *testing.T) {
 			if errs := snap.Compiled.CompileErrors(); len(errs) != 0 {
 				t.Fatalf("compile errors: %v", errs)
 			}
-			res := snap.Compiled.Mutate(ctx, pod(), evaluator.NamespaceMap{})
+			res := snap.Compiled.Evaluate(ctx, evaluator.Mutating, pod(), evaluator.WithNamespaces(evaluator.NamespaceMap{}))
 			if !res.Allowed || len(res.Patch) == 0 {
 				t.Fatalf("allowed %v, patch %s, status %v", res.Allowed, res.Patch, res.Status)
 			}

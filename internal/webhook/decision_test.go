@@ -22,6 +22,15 @@ func TestOutcomeNotMatchedIsTheEvaluators(t *testing.T) {
 	}
 }
 
+// A decision's endpoint is its handler's Kind by name: the names the
+// recorder stores and the metrics label are the evaluator's.
+func TestEndpointIsTheKindsName(t *testing.T) {
+	if decisions.EndpointValidate != evaluator.Validating.String() || decisions.EndpointMutate != evaluator.Mutating.String() {
+		t.Fatalf("decisions' endpoints %q and %q, the evaluator's kinds %q and %q", decisions.EndpointValidate,
+			decisions.EndpointMutate, evaluator.Validating, evaluator.Mutating)
+	}
+}
+
 // Every field of a stored binding comes from the evaluator's result: one
 // added to BindingRecord and forgotten here would stay zero.
 func TestFillResultCopiesEveryField(t *testing.T) {

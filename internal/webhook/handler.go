@@ -7,13 +7,9 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/portcullis-dev/portcullis/internal/admission"
 	"github.com/portcullis-dev/portcullis/internal/decisions"
 	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/fault"
@@ -33,14 +28,15 @@ import (
 )
 
 // Handler serves POST /t/{tenant}/validate, or /t/{tenant}/mutate when
-// Mutating is set. Its dependencies are functions so that tests can supply
+// its Kind is evaluator.Mutating. Its dependencies are functions so that tests can supply
 // plain ones.
 type Handler struct {
-	// Mutating makes the handler the mutating webhook: it evaluates the
-	// MutatingAdmissionPolicies (Snapshot.Mutate) instead of the
-	// validating ones, answers with their patch, and learns nothing (see
-	// learn). Everything else is the same code path.
-	Mutating bool
+	// Kind is the webhook the handler is: evaluator.Validating (the zero
+	// value) serves /validate; evaluator.Mutating serves /mutate, evaluates
+	// the MutatingAdmissionPolicies instead of the validating ones, answers
+	// with their patch and learns nothing (see learn). Everything else is
+	// the same code path.
+	Kind evaluator.Kind
 	// Authenticate returns the caller's identity or a *fault.Error.
 	Authenticate func(r *http.Request) (tenancy.Identity, error)
 	// Snapshot returns the tenant's compiled policies. An error with
@@ -67,8 +63,8 @@ type Handler struct {
 	// Propagator reads the caller's W3C traceparent. Nil means no tracing.
 	Tracer     trace.Tracer
 	Propagator propagation.TextMapPropagator
-	// Endpoint labels the request metrics; "validate", or "mutate" when
-	// Mutating, when empty.
+	// Endpoint labels the request metrics; Kind's name ("validate" or
+	// "mutate") when empty.
 	Endpoint string
 	// Instance names this gateway replica in decisions.
 	Instance string
@@ -84,238 +80,6 @@ type Handler struct {
 	// the request's path; nil answers for every tenant. The others get
 	// 421: a tenant moved to replicas of its own (docs/production.md).
 	Serves func(tenant string) bool
-}
-
-// readBody reads the whole body. The apiserver sends Content-Length, so
-// the buffer is allocated once at its size: io.ReadAll's doublings from 512
-// bytes allocated about 2.5 times the body, a fifth of all a request
-// allocated, and every allocated byte is later work for the collector.
-// Before any byte has arrived, a declared length is trusted only up to
-// presizeMax: a stream that declares a large body and sends nothing must
-// not hold much memory.
-func readBody(r io.Reader, declared int64) ([]byte, error) {
-	if declared <= 0 {
-		return io.ReadAll(r)
-	}
-	// One byte more than declared, so that reaching the end takes no growth.
-	buf := make([]byte, 0, min(declared, presizeMax)+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
-
-// presizeMax is far above a typical review (a Pod is 5-10 KB) and far
-// below --max-request-bytes.
-const presizeMax = 64 << 10
-
-// The apiserver's timeout covers the whole round trip; the answer must be
-// written and sent before it ends.
-func deadlineMargin(timeout time.Duration) time.Duration {
-	return max(50*time.Millisecond, timeout/10)
-}
-
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	d := &decisions.Decision{ID: newID(), Time: start.UTC(), Instance: h.Instance, Endpoint: decisions.EndpointValidate}
-	if h.Mutating {
-		d.Endpoint = decisions.EndpointMutate
-	}
-	authenticated := false
-	answered := false // the status line of the answer is written
-	// results are the evaluator's, for the metrics: the decision keeps
-	// only what the recorder stores.
-	var results []evaluator.BindingResult
-	spanCtx, span := h.startRequestSpan(r)
-	// One deferred function, so a panic still yields exactly one decision.
-	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				endRequestSpan(span, d)
-				panic(p)
-			}
-			h.Metrics.panics.Inc()
-			h.Logger.Error("panic while handling an admission request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "uid", d.UID, "answered", answered)
-			// After the answer, an error body would only corrupt it; the
-			// decision keeps what the apiserver was told.
-			if !answered {
-				h.fail(w, d, fault.Errorf(fault.Internal, "internal error while evaluating the request; it was logged"))
-			}
-		}
-		if authenticated {
-			h.finish(spanCtx, d, results, start)
-		}
-		endRequestSpan(span, d)
-	}()
-
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, fault.Errorf(fault.MethodNotAllowed, "method %s not allowed: send the AdmissionReview with POST", r.Method))
-		return
-	}
-	if h.Serves != nil && !h.Serves(tenancy.PathTenant(r)) {
-		// Before authentication: misdirected traffic costs no password
-		// hash, and the answer is the same whether the tenant exists.
-		h.misdirected(w, r)
-		return
-	}
-	_, step := h.startStep(spanCtx, "authenticate")
-	id, err := h.Authenticate(r)
-	endStep(step, err)
-	if err != nil {
-		var fe *fault.Error
-		if errors.As(err, &fe) {
-			h.Metrics.authFailures.WithLabelValues(fe.Reason).Inc()
-			if fe.Code == fault.TooManyRequests || fe.Code == fault.Unavailable {
-				// A full basic-auth queue, or credentials not loaded yet.
-				w.Header().Set("Retry-After", "1")
-			}
-		} else {
-			err = fault.Wrap(err, fault.Internal, "authentication failed")
-		}
-		// Status sends the Message; the Reason, which could tell an
-		// attacker why a credential failed, stays in the metric.
-		writeError(w, err)
-		return
-	}
-	d.TenantID, d.TenantName, d.ClusterID, d.ClusterName = id.TenantID, id.TenantName, id.ClusterID, id.ClusterName
-	authenticated = true
-	if h.Limits != nil {
-		// Before the body is even read: a tenant over its rate costs
-		// the replica as little as possible.
-		if wait, which, err := h.Limits.Admit(id.TenantID, id.ClusterID); err != nil {
-			h.refuse(w, d, which, wait, err)
-			return
-		}
-	}
-
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		h.fail(w, d, fault.Errorf(fault.UnsupportedMediaType, "Content-Type %q is not supported: send application/json", ct))
-		return
-	}
-	limit := h.MaxRequestBytes
-	if limit <= 0 {
-		limit = 8 << 20
-	}
-	_, step = h.startStep(spanCtx, "decode")
-	var body []byte
-	if r.ContentLength > limit {
-		// Refused before reading: the same answer the limited reader gives.
-		err = &http.MaxBytesError{Limit: limit}
-	} else {
-		body, err = readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
-	}
-	if err != nil {
-		endStep(step, err)
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			h.fail(w, d, fault.Errorf(fault.TooLarge, "the request body is larger than %d bytes", limit))
-			return
-		}
-		h.fail(w, d, fault.Errorf(fault.BadRequest, "reading the request body: %v", err))
-		return
-	}
-	rev, err := admission.Decode(body)
-	endStep(step, err)
-	if err != nil {
-		h.fail(w, d, err) // a BadRequest that says what is wrong
-		return
-	}
-	req := rev.Request
-	fillRequest(d, req)
-	req.ClusterLabels = id.ClusterLabels
-
-	ctx, cancel := context.WithTimeout(spanCtx, h.evalBudget(r))
-	defer cancel()
-	stepCtx, step := h.startStep(ctx, "snapshot")
-	snap, err := h.Snapshot(stepCtx, id.TenantID)
-	if err != nil {
-		endStep(step, err)
-		if fault.ErrorCode(err) == fault.Unavailable {
-			h.Metrics.coldUnavailable.Inc()
-			h.fail(w, d, fault.Errorf(fault.Unavailable, "the policies of this tenant are not loaded on this replica and the policy database is unreachable; the apiserver's failurePolicy for this webhook applies"))
-			return
-		}
-		h.Logger.Error("loading the tenant's policies failed", "tenant", id.TenantName, "error", err)
-		h.fail(w, d, fault.Errorf(fault.Unavailable, "the policies of this tenant could not be loaded; the apiserver's failurePolicy for this webhook applies"))
-		return
-	}
-	d.SnapshotVersion = snap.Version
-
-	var nss evaluator.NamespaceLookup = evaluator.NamespaceMap{}
-	if h.Namespaces != nil {
-		if inv, err := h.Namespaces(stepCtx, id.TenantID, id.ClusterID); err == nil && inv != nil {
-			nss = inv
-		}
-	}
-	endStep(step, nil)
-
-	_, step = h.startStep(ctx, "evaluate")
-	release, evalOpts, which, err := h.limit(ctx, id)
-	if err != nil {
-		endStep(step, err)
-		h.refuse(w, d, which, time.Second, err)
-		return
-	}
-	// A panic in the evaluation must not keep the tenant's slot.
-	defer release()
-	evalStart := time.Now()
-	var res *evaluator.Result
-	eval := func() int64 {
-		if h.Mutating {
-			res = snap.Compiled.Mutate(ctx, req, nss, evalOpts...)
-		} else {
-			res = snap.Compiled.Validate(ctx, req, nss, evalOpts...)
-		}
-		return res.Cost
-	}
-	if h.Limits == nil {
-		eval()
-	} else if err := h.Limits.Run(ctx, id.TenantID, eval); err != nil {
-		release()
-		endStep(step, err)
-		h.refuse(w, d, limits.LimitLane, time.Second, err)
-		return
-	}
-	release()
-	h.Metrics.observeEvaluation(id.TenantName, h.endpoint(), time.Since(evalStart))
-	if res.CostLimitExceeded {
-		h.Metrics.limited.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), limits.LimitCost).Inc()
-	}
-	endStep(step, nil)
-
-	_, step = h.startStep(ctx, "encode")
-	out := admission.EncodeAnswer(rev, res)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	answered = true
-	_, err = w.Write(out)
-	endStep(step, err)
-
-	results = res.Bindings
-	fillResult(d, res)
-	if res.UnknownNamespace != "" {
-		h.Metrics.unknownNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
-	}
-	if res.PendingNamespace {
-		h.Metrics.pendingNamespace.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
-	}
-	if res.MissingCRD {
-		h.Metrics.missingCRD.WithLabelValues(h.Metrics.tenantLabel(id.TenantName), h.Metrics.clusterLabel(id.ClusterName)).Inc()
-	}
-	// The mutating webhook sees the same requests; one of the two learns.
-	if !h.Mutating {
-		h.learn(id, req, res.Allowed)
-	}
 }
 
 // misdirected answers a request for a tenant this deployment does not
@@ -343,6 +107,12 @@ func (h *Handler) evalBudget(r *http.Request) time.Duration {
 		timeout = min(t, maxTimeout)
 	}
 	return timeout - deadlineMargin(timeout)
+}
+
+// The apiserver's timeout covers the whole round trip; the answer must be
+// written and sent before it ends.
+func deadlineMargin(timeout time.Duration) time.Duration {
+	return max(50*time.Millisecond, timeout/10)
 }
 
 // learn keeps the inventory current from Namespace requests. The oldObject
@@ -413,7 +183,7 @@ func (h *Handler) fail(w http.ResponseWriter, d *decisions.Decision, err error) 
 func (h *Handler) finish(ctx context.Context, d *decisions.Decision, results []evaluator.BindingResult, start time.Time) {
 	d.Latency = time.Since(start)
 	h.Metrics.observe(h.endpoint(), d, results)
-	if h.Mutating {
+	if h.Kind == evaluator.Mutating {
 		h.Metrics.observeMutations(d.TenantName, results)
 	}
 	if h.Recorder != nil {
@@ -424,13 +194,10 @@ func (h *Handler) finish(ctx context.Context, d *decisions.Decision, results []e
 }
 
 func (h *Handler) endpoint() string {
-	switch {
-	case h.Endpoint != "":
+	if h.Endpoint != "" {
 		return h.Endpoint
-	case h.Mutating:
-		return "mutate"
 	}
-	return "validate"
+	return h.Kind.String()
 }
 
 func isJSON(ct string) bool {

@@ -8,22 +8,22 @@ import (
 	"time"
 
 	"github.com/portcullis-dev/portcullis/internal/decisions"
-	"github.com/portcullis-dev/portcullis/internal/evaluator"
 	"github.com/portcullis-dev/portcullis/internal/fault"
 	"github.com/portcullis-dev/portcullis/internal/limits"
 	"github.com/portcullis-dev/portcullis/internal/tenancy"
 )
 
 // limit takes one of the tenant's evaluation slots (within the cluster's
-// share) and says its cost limit; a refusal names the limit.
-func (h *Handler) limit(ctx context.Context, id tenancy.Identity) (release func(), _ []evaluator.ValidateOption, limit string, _ error) {
+// share) and says its CEL cost limit per request (0: none); a refusal
+// names the limit.
+func (h *Handler) limit(ctx context.Context, id tenancy.Identity) (release func(), costLimit int64, limit string, _ error) {
 	if h.Limits == nil {
-		return func() {}, nil, "", nil
+		return func() {}, 0, "", nil
 	}
 	tenantID := id.TenantID
 	release, limit, err := h.Limits.Acquire(ctx, tenantID, id.ClusterID)
 	if err != nil {
-		return nil, nil, limit, err
+		return nil, 0, limit, err
 	}
 	// Without a limit of its own, a limit no request reaches: the
 	// evaluator then still counts the request's cost, which decides
@@ -32,7 +32,7 @@ func (h *Handler) limit(ctx context.Context, id tenancy.Identity) (release func(
 	if c <= 0 {
 		c = math.MaxInt64
 	}
-	return release, []evaluator.ValidateOption{evaluator.WithCostLimit(c)}, "", nil
+	return release, c, "", nil
 }
 
 // refuse answers a request over a tenant limit (or its cluster's share of

@@ -84,7 +84,7 @@ func newMutateFixture(t testing.TB) (*fixture, *evaluator.Snapshot) {
 	}
 	snap := &policystore.Snapshot{TenantID: 7, Version: 43, Compiled: compiled}
 	f.h.Snapshot = func(ctx context.Context, tenantID int64) (*policystore.Snapshot, error) { return snap, nil }
-	f.h.Mutating = true
+	f.h.Kind = evaluator.Mutating
 	return f, compiled
 }
 
@@ -128,7 +128,7 @@ func TestMutate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := compiled.Mutate(context.Background(), rev.Request, evaluator.NamespaceMap{})
+			want := compiled.Evaluate(context.Background(), evaluator.Mutating, rev.Request, evaluator.WithNamespaces(evaluator.NamespaceMap{}))
 			resp := checkMutating(t, tt.apiVersion, rev.UID, rec.Body.Bytes())
 			if resp.Allowed != tt.wantAllowed || len(resp.Warnings) != 0 || len(resp.AuditAnnotations) != 0 {
 				t.Fatalf("allowed=%v warnings=%q annotations=%v: %s", resp.Allowed, resp.Warnings, resp.AuditAnnotations, rec.Body)
@@ -351,7 +351,7 @@ portcullis_policy_mutation_failures_total{cause="error",policy="bogus-field",ten
 		t.Fatal(err)
 	}
 	// The validating endpoint counts no mutation.
-	f.h.Mutating = false
+	f.h.Kind = evaluator.Validating
 	postMutate(f, "/t/acme/validate", review("admission.k8s.io/v1", "v", "pods", "CREATE", goodPod, false))
 	if err := testutil.GatherAndCompare(f.reg, strings.NewReader(want),
 		"portcullis_policy_mutations_total", "portcullis_policy_mutation_failures_total"); err != nil {

@@ -62,7 +62,7 @@ func TestExplicitNulls(t *testing.T) {
 			}
 			req := &evaluator.Request{Kind: kinds[0].gvk, Resource: kinds[0].gvk.GroupVersion().WithResource("pods"), Name: "p", Namespace: "team-a",
 				Operation: admissionregistrationv1.Create, Object: obj}
-			for path, res := range []*evaluator.Result{s.Validate(context.Background(), req, nil), s.Validate(context.Background(), req, nil, evaluator.WithTrace())} {
+			for path, res := range []*evaluator.Result{s.Evaluate(context.Background(), evaluator.Validating, req), s.Evaluate(context.Background(), evaluator.Validating, req, evaluator.WithTrace())} {
 				var errs []string
 				for _, br := range res.Bindings {
 					if br.Outcome == evaluator.OutcomeError {

@@ -185,7 +185,7 @@ type verdicts struct {
 func check(t *testing.T, s *evaluator.Snapshot, o oracle, level psaapi.Level, k kind, p pod, v *verdicts, what string) {
 	t.Helper()
 	want, why := o.allowed(level, p)
-	res := s.Validate(context.Background(), request(t, k, p), nil)
+	res := s.Evaluate(context.Background(), evaluator.Validating, request(t, k, p))
 	v.tried++
 	v.byKind[k.gvk.Kind+"/"+k.sub]++
 	if !want {
@@ -200,7 +200,7 @@ func check(t *testing.T, s *evaluator.Snapshot, o oracle, level psaapi.Level, k 
 	}
 	// With a trace the evaluator leaves the fast interpreter out: cel-go
 	// alone, on the typed view of the object, must agree too.
-	exact := s.Validate(context.Background(), request(t, k, p), nil, evaluator.WithTrace())
+	exact := s.Evaluate(context.Background(), evaluator.Validating, request(t, k, p), evaluator.WithTrace())
 	var errs []string
 	for _, br := range append(res.Bindings, exact.Bindings...) {
 		if br.Outcome == evaluator.OutcomeError {
@@ -347,8 +347,8 @@ func TestReplicationControllerWithoutTemplate(t *testing.T) {
 	gvk := rc.GroupVersionKind()
 	for _, name := range []string{"pod-security-baseline", "pod-security-restricted"} {
 		s, _ := snapshot(t, name)
-		res := s.Validate(context.Background(), &evaluator.Request{Kind: gvk, Resource: gvk.GroupVersion().WithResource("replicationcontrollers"),
-			Name: "w", Namespace: "team-a", Operation: admissionregistrationv1.Create, Object: obj}, nil)
+		res := s.Evaluate(context.Background(), evaluator.Validating, &evaluator.Request{Kind: gvk, Resource: gvk.GroupVersion().WithResource("replicationcontrollers"),
+			Name: "w", Namespace: "team-a", Operation: admissionregistrationv1.Create, Object: obj})
 		if !res.Allowed || len(res.Bindings) != 1 || res.Bindings[0].Outcome != evaluator.OutcomePass {
 			t.Errorf("%s: %+v", name, res)
 		}

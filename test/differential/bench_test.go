@@ -104,7 +104,7 @@ func TestBaselineAgrees(t *testing.T) {
 		obj   map[string]any
 	}{{"compliant", pod, obj}, {"violating", bad, badObj}} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := snap.Validate(context.Background(), baselineEvalRequest(tc.obj), w.inventory)
+			res := snap.Evaluate(context.Background(), evaluator.Validating, baselineEvalRequest(tc.obj), evaluator.WithNamespaces(w.inventory))
 			got := evaluatorOutcome(res)
 			want := p.validateTyped(tc.typed)
 			r := &request{evalReq: baselineEvalRequest(tc.obj)}
@@ -163,11 +163,11 @@ func BenchmarkBaselineEvaluator(b *testing.B) {
 	snap := compile(w)
 	req := baselineEvalRequest(obj)
 	ctx := context.Background()
-	if res := snap.Validate(ctx, req, w.inventory); !res.Allowed {
+	if res := snap.Evaluate(ctx, evaluator.Validating, req, evaluator.WithNamespaces(w.inventory)); !res.Allowed {
 		b.Fatalf("evaluator denied the baseline pod: %+v", res.Status)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		snap.Validate(ctx, req, w.inventory)
+		snap.Evaluate(ctx, evaluator.Validating, req, evaluator.WithNamespaces(w.inventory))
 	}
 }

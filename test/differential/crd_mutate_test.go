@@ -245,7 +245,7 @@ func TestMutateCustomResourceDifferential(t *testing.T) {
 			inv := crdSchemaInventory{NamespaceMap: tc.w.inventory,
 				crds: map[schema.GroupResource][]byte{gadgetsGVR.GroupResource(): []byte(gadgetCRDJSON),
 					partsV2GVR.GroupResource(): []byte(partCRDJSON)}}
-			res := snap.Mutate(context.Background(), tc.r.evalReq, inv)
+			res := snap.Evaluate(context.Background(), evaluator.Mutating, tc.r.evalReq, evaluator.WithNamespaces(inv))
 			got := evaluatorMutation(t, tc.r, res)
 			compareMutation(t, tc.r, res, want, got)
 			if res.MissingCRD {

@@ -228,7 +228,7 @@ func TestConvertedCustomResource(t *testing.T) {
 			Name: "w", Namespace: "default", Operation: c.op, Object: obj2, OldObject: old2,
 			UserInfo: authenticationv1.UserInfo{Username: ui.Name, UID: ui.UID},
 		}, userInfo: ui, namespace: "default"}
-		res := snap.Validate(context.Background(), r.evalReq, inv)
+		res := snap.Evaluate(context.Background(), evaluator.Validating, r.evalReq, evaluator.WithNamespaces(inv))
 		got := evaluatorOutcome(res)
 		for _, b := range res.Bindings {
 			if b.FailurePolicyApplied {

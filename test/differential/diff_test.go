@@ -102,7 +102,7 @@ func runWorld(t *testing.T, name string, w *world, reqs []*request, st *diffStat
 		st.cases++
 		caseName := fmt.Sprintf("%s/case%d", name, i)
 		want := p.validate(r)
-		res := snap.Validate(context.Background(), r.evalReq, w.inventory)
+		res := snap.Evaluate(context.Background(), evaluator.Validating, r.evalReq, evaluator.WithNamespaces(w.inventory))
 		got := evaluatorOutcome(res)
 		if want.otherErr != "" {
 			t.Errorf("%s: plugin returned a non-status error: %s", caseName, want.otherErr)

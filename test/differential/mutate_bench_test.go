@@ -79,7 +79,7 @@ func TestMutateBaselineAgrees(t *testing.T) {
 	snap := compileMutating(w)
 	r := baselineMutateRequest(obj)
 	want := p.mutate(t, r)
-	res := snap.Mutate(context.Background(), r.evalReq, w.inventory)
+	res := snap.Evaluate(context.Background(), evaluator.Mutating, r.evalReq, evaluator.WithNamespaces(w.inventory))
 	compareMutation(t, r, res, want, evaluatorMutation(t, r, res))
 	if !want.changed || res.Patch == nil {
 		t.Fatalf("the sample policies left the pod unchanged: %+v", res.Bindings)
@@ -123,11 +123,11 @@ func BenchmarkMutateEvaluator(b *testing.B) {
 	snap := compileMutating(w)
 	req := baselineMutateRequest(obj).evalReq
 	ctx := context.Background()
-	if res := snap.Mutate(ctx, req, w.inventory); !res.Allowed || res.Patch == nil {
+	if res := snap.Evaluate(ctx, evaluator.Mutating, req, evaluator.WithNamespaces(w.inventory)); !res.Allowed || res.Patch == nil {
 		b.Fatalf("evaluator: %+v %s", res.Status, res.Patch)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		snap.Mutate(ctx, req, w.inventory)
+		snap.Evaluate(ctx, evaluator.Mutating, req, evaluator.WithNamespaces(w.inventory))
 	}
 }

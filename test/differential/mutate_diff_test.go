@@ -308,7 +308,7 @@ func runMutateCase(t *testing.T, w *world, r *request) {
 	snap := compileMutating(w)
 	want := p.mutate(t, r)
 	sent := runtime.DeepCopyJSON(r.evalReq.Object)
-	res := snap.Mutate(context.Background(), r.evalReq, w.inventory)
+	res := snap.Evaluate(context.Background(), evaluator.Mutating, r.evalReq, evaluator.WithNamespaces(w.inventory))
 	if r.evalReq.Object != nil && !reflect.DeepEqual(sent, r.evalReq.Object) {
 		t.Errorf("Mutate modified the request's object")
 	}

@@ -180,7 +180,7 @@ func TestMutateGenerated(t *testing.T) {
 			r := g.mutateRequest(w)
 			st.cases++
 			sent := runtime.DeepCopyJSON(r.evalReq.Object)
-			res := snap.Mutate(context.Background(), r.evalReq, w.inventory)
+			res := snap.Evaluate(context.Background(), evaluator.Mutating, r.evalReq, evaluator.WithNamespaces(w.inventory))
 			if r.evalReq.Object != nil && !reflect.DeepEqual(sent, r.evalReq.Object) {
 				t.Errorf("world %d case %d: Mutate modified the request's object", wi, ci)
 			}
@@ -255,7 +255,7 @@ func FuzzMutate(f *testing.F) {
 		defer p.close()
 		snap := compileMutating(w)
 		r := g.mutateRequest(w)
-		res := snap.Mutate(context.Background(), r.evalReq, w.inventory)
+		res := snap.Evaluate(context.Background(), evaluator.Mutating, r.evalReq, evaluator.WithNamespaces(w.inventory))
 		if res.UnknownNamespace != "" {
 			return
 		}
