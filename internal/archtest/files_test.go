@@ -24,7 +24,6 @@ const maxLines = 450
 var longFiles = map[string]string{
 	"internal/admission/jsonobj.go": "the hand-written JSON parser of admission reviews, one scanner read whole",
 	"internal/evaluator/fastcel/":   "the fast CEL interpreter",
-	"internal/webhook/handler.go":   "split by the handler-steps pass of issue 32",
 }
 
 // sleepers may wait with time.Sleep (or a bare <-time.After) in a test,

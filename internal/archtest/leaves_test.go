@@ -21,6 +21,8 @@ var leaves = []leaf{
 		"the one client of the admin API (CLI and UI) stays as thin as the CLI: wire types and the error vocabulary only"},
 	{"internal/evaluator/objpatch", []string{"internal/fault"},
 		"the mutation object engine (canonical JSON, apply merge, JSON patch, diff) knows no policy, request or CEL type"},
+	{"internal/evaluator/builtintypes", nil,
+		"the type converters of built-in kinds, as the apiserver's plugin has them, know no policy or request"},
 	{"internal/evaluator/fastcel", nil,
 		"the fast CEL interpreter knows CEL's checked ASTs and values, not policies or requests"},
 }

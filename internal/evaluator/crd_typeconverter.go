@@ -15,6 +15,8 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/portcullis-dev/portcullis/internal/evaluator/builtintypes"
 )
 
 // CRDSchemaLookup is the part of a cluster's inventory that holds its
@@ -93,7 +95,7 @@ var crdConverters = func() *lru.Cache[crdConverterKey, *crdConverter] {
 // is none (the plugin's 503), and the Result says so, for the admin to
 // import it.
 func (m *mutator) typeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
-	if tc := typeConverterFor(gvk); tc != nil {
+	if tc := builtintypes.For(gvk); tc != nil {
 		return tc
 	}
 	gr := m.req.Resource.GroupResource()

@@ -1,4 +1,7 @@
-package evaluator
+// Package builtintypes gives the type converters the kube-apiserver's
+// MutatingAdmissionPolicy plugin uses for built-in kinds, so that an apply
+// configuration merges, or fails, exactly as it does there.
+package builtintypes
 
 import (
 	"encoding/json"
@@ -26,7 +29,7 @@ import (
 // autoscaling/v1's; the *Options kinds of pods/exec and the proxies are in
 // none), while a JSON patch, which needs no type, applies.
 //
-// builtinKinds (builtin_openapi_gen.go, generated from the documents
+// builtinKinds (openapi_gen.go, generated from the documents
 // checked in to k8s.io/kubernetes for the release of the apiserver
 // library linked here) says which group-versions are published and which
 // kinds their documents hold. A kind's type is client-go's (the models
@@ -87,10 +90,10 @@ func converts(tc managedfields.TypeConverter, gvk schema.GroupVersionKind) bool 
 	return err == nil
 }
 
-// typeConverterFor mirrors the plugin's type converter manager for a
-// built-in group-version: a converter when the apiserver publishes gvk's
-// group-version, else nil.
-func typeConverterFor(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+// For mirrors the plugin's type converter manager for a built-in
+// group-version: a converter when the apiserver publishes gvk's
+// group-version, else nil (a custom resource's, typed from its CRD).
+func For(gvk schema.GroupVersionKind) managedfields.TypeConverter {
 	builtinOnce.Do(initBuiltinTypes)
 	if _, ok := builtinKinds[gvk.GroupVersion()]; !ok {
 		return nil
