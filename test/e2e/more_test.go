@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,22 +98,7 @@ func checkBeyondCreate(t *testing.T, g *gateway, cs kubernetes.Interface, cluste
 	// Scale: baseline-max-replicas matches deployments/scale, whose object
 	// is an autoscaling/v1 Scale.
 	deployments := cs.AppsV1().Deployments(namespace)
-	replicas := int32(2)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "registry.example.com/shop/web:v1"}}},
-			},
-		},
-	}
-	if _, err := deployments.Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create deployment: %v", err)
-	}
+	d := createDeployment(t, deployments, "web", 2)
 	scale := func(n int32) error {
 		_, err := deployments.UpdateScale(ctx, d.Name, &autoscalingv1.Scale{
 			ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: namespace},

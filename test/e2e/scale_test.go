@@ -13,17 +13,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
 )
 
-// capReplicas caps the replicas a scale of the Deployment "capped" asks
-// for at 5. The object of deployments/scale is an autoscaling/v1 Scale,
-// which the apiserver's autoscaling/v1 OpenAPI document lacks, so the
-// plugin (and the gateway) cannot merge an apply configuration into it:
-// a JSON patch does it.
-const capReplicas = `apiVersion: admissionregistration.k8s.io/v1
+// capScale is a MutatingAdmissionPolicy, and its binding, named name,
+// that caps the replicas a scale of the Deployment "capped" asks for at 5
+// with mutation. The object of deployments/scale is an autoscaling/v1
+// Scale, which the apiserver's autoscaling/v1 OpenAPI document lacks, so
+// the plugin (and the gateway) cannot merge an apply configuration into
+// it: a JSON patch does it.
+func capScale(name, mutation string) []byte {
+	return []byte(`apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata:
-  name: cap-scale
+  name: ` + name + `
 spec:
   matchConstraints:
     resourceRules:
@@ -36,18 +39,27 @@ spec:
     expression: object.metadata.name == "capped"
   reinvocationPolicy: Never
   mutations:
-  - patchType: JSONPatch
-    jsonPatch:
-      expression: >
-        object.spec.replicas > 5 ? [JSONPatch{op: "replace", path: "/spec/replicas", value: 5}] : []
+  - ` + mutation + `
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicyBinding
 metadata:
-  name: cap-scale
+  name: ` + name + `
 spec:
-  policyName: cap-scale
-`
+  policyName: ` + name + `
+`)
+}
+
+const (
+	capJSONPatch = `patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        object.spec.replicas > 5 ? [JSONPatch{op: "replace", path: "/spec/replicas", value: 5}] : []`
+	capApplyConfiguration = `patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{spec: Object.spec{replicas: 5}}`
+)
 
 // checkScaleCapped scales a Deployment to 9 the way kubectl scale does (a
 // merge PATCH of deployments/scale), through the apiserver, and finds it
@@ -55,24 +67,9 @@ spec:
 func checkScaleCapped(t *testing.T, g *gateway, cs kubernetes.Interface) {
 	t.Helper()
 	ctx := context.Background()
-	g.runInput(t, []byte(capReplicas), "apply", "--tenant", tenant, "-f", "-")
+	g.runInput(t, capScale("cap-scale", capJSONPatch), "apply", "--tenant", tenant, "-f", "-")
 	deployments := cs.AppsV1().Deployments(namespace)
-	replicas := int32(1)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "capped"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "capped"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "capped"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "registry.example.com/shop/web:v1"}}},
-			},
-		},
-	}
-	if _, err := deployments.Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create deployment: %v", err)
-	}
+	d := createDeployment(t, deployments, "capped", 1)
 	// kubectl scale --replicas=n deployment/capped: a merge patch of the
 	// scale subresource, answered with the Scale stored.
 	scale := func(n int) (*autoscalingv1.Scale, error) {
@@ -102,7 +99,7 @@ func checkScaleCapped(t *testing.T, g *gateway, cs kubernetes.Interface) {
 	// The same cap as an apply configuration fails as the apiserver's own
 	// plugin fails it (TestInProcessPluginOnScale), and failurePolicy
 	// Fail refuses the scale.
-	g.runInput(t, []byte(capReplicasApply), "apply", "--tenant", tenant, "-f", "-")
+	g.runInput(t, capScale("cap-scale-apply", capApplyConfiguration), "apply", "--tenant", tenant, "-f", "-")
 	eventually(t, 30*time.Second, "the apply configuration on the Scale to be refused", func() bool {
 		_, err = scale(8)
 		return err != nil
@@ -114,32 +111,24 @@ func checkScaleCapped(t *testing.T, g *gateway, cs kubernetes.Interface) {
 	g.run(t, "delete", "--tenant", tenant, "mapb", "cap-scale-apply")
 }
 
-// capReplicasApply is capReplicas written as an apply configuration.
-const capReplicasApply = `apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata:
-  name: cap-scale-apply
-spec:
-  matchConstraints:
-    resourceRules:
-    - apiGroups: ["apps"]
-      apiVersions: ["v1"]
-      operations: ["UPDATE"]
-      resources: ["deployments/scale"]
-  matchConditions:
-  - name: capped
-    expression: object.metadata.name == "capped"
-  reinvocationPolicy: Never
-  mutations:
-  - patchType: ApplyConfiguration
-    applyConfiguration:
-      expression: >
-        Object{spec: Object.spec{replicas: 5}}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata:
-  name: cap-scale-apply
-spec:
-  policyName: cap-scale-apply
-`
+// createDeployment creates a Deployment of one container, named name,
+// with replicas, and returns it.
+func createDeployment(t *testing.T, deployments typedappsv1.DeploymentInterface, name string, replicas int32) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "registry.example.com/shop/web:v1"}}},
+			},
+		},
+	}
+	if _, err := deployments.Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment %s: %v", name, err)
+	}
+	return d
+}
