@@ -32,13 +32,7 @@ func (s *Server) limitEvaluation(ctx context.Context, c *call) (release func(), 
 		retryAfter(c, time.Second)
 		return nil, nil, err
 	}
-	// As in the webhook: without a limit of its own, one no request
-	// reaches, so that the trace still shows each expression's cost.
-	cost := s.Limiter.For(tenantID).CELCostPerRequest
-	if cost <= 0 {
-		cost = math.MaxInt64
-	}
-	return release, []evaluator.Option{evaluator.WithCostLimit(cost)}, nil
+	return release, []evaluator.Option{evaluator.WithCostLimit(s.Limiter.CostLimit(tenantID))}, nil
 }
 
 func retryAfter(c *call, wait time.Duration) {

@@ -209,6 +209,18 @@ func (l *Limiter) For(tenantID int64) Limits {
 	return l.defaults.Over(l.overrides[tenantID])
 }
 
+// CostLimit is the CEL cost limit of one of the tenant's requests. A
+// tenant without one gets a limit no request reaches rather than none:
+// the evaluator then still counts each request's cost, which decides
+// whether the tenant evaluates on the low-priority lane and which a trace
+// shows.
+func (l *Limiter) CostLimit(tenantID int64) int64 {
+	if c := l.For(tenantID).CELCostPerRequest; c > 0 {
+		return c
+	}
+	return math.MaxInt64
+}
+
 // Admit counts one request of the tenant from source (a cluster id, or
 // AdminAPI) against the tenant's rate and the source's share of it. A
 // refusal is a TooManyRequests error, with how long until a request would

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,10 @@ func TestLimiter(t *testing.T) {
 
 	if got := l.For(2); got != (Limits{ConcurrentEvaluations: 1, CELCostPerRequest: 5, RequestsPerSecond: 2}) {
 		t.Fatalf("overrides over defaults = %+v", got)
+	}
+	// A tenant without a cost limit gets one no request reaches.
+	if got, none := l.CostLimit(2), l.CostLimit(1); got != 5 || none != math.MaxInt64 {
+		t.Fatalf("CostLimit = %d and %d, want 5 and MaxInt64", got, none)
 	}
 	// A burst of one second's worth, then one request each half second.
 	for i := range 2 {

@@ -25,14 +25,7 @@ func (h *Handler) limit(ctx context.Context, id tenancy.Identity) (release func(
 	if err != nil {
 		return nil, 0, limit, err
 	}
-	// Without a limit of its own, a limit no request reaches: the
-	// evaluator then still counts the request's cost, which decides
-	// whether the tenant evaluates on the low-priority lane.
-	c := h.Limits.For(tenantID).CELCostPerRequest
-	if c <= 0 {
-		c = math.MaxInt64
-	}
-	return release, c, "", nil
+	return release, h.Limits.CostLimit(tenantID), "", nil
 }
 
 // refuse answers a request over a tenant limit (or its cluster's share of
