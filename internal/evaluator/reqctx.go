@@ -40,6 +40,9 @@ type reqCtx struct {
 	provLabels labels.Set
 	// provNS is the provisional object of the request's namespace.
 	provNS *corev1.Namespace
+	// pending memoises pendingChange for the request: every binding that
+	// reads namespaceObject asks, and the comparison copies both objects.
+	pending, pendingLoaded bool
 
 	objVal any
 	oldVal any
@@ -199,12 +202,14 @@ func (rc *reqCtx) loadProvisional() {
 // object: the committed object is then older than one the gateway knows
 // was meant to replace it, and is not shown as namespaceObject.
 func (rc *reqCtx) pendingChange() bool {
+	if rc.pendingLoaded {
+		return rc.pending
+	}
+	rc.pendingLoaded = true
 	rc.loadProvisional()
 	committed, known := rc.namespace()
-	if !known || rc.provNS == nil {
-		return false
-	}
-	return !sameNamespace(committed, rc.provNS)
+	rc.pending = known && rc.provNS != nil && !sameNamespace(committed, rc.provNS)
+	return rc.pending
 }
 
 // sameNamespace compares two namespace objects on what CEL may read of
