@@ -459,6 +459,9 @@ test("the web UI with the keyboard only", async (t) => {
   await t.test("read a long policy as a viewer", diag(async () => {
     const viewer = await issueToken({ name: "ui-viewer", role: "viewer", tenant: "shop" });
     await page.goto(`${UI_URL}/ui/login`);
+    // Focus the field first: typing straight after the load raced the
+    // field's autofocus and, once in a few runs, sent an empty token.
+    await page.getByLabel("Token").focus();
     await page.keyboard.type(viewer);
     await page.keyboard.press("Enter");
     await page.waitForURL((u) => !u.pathname.endsWith("/login"));
